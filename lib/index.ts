@@ -15,3 +15,4 @@ export { IndexedSlices } from './tensor/indexed_slices';
 export * as train from './train';
 export * as strings from './strings';
 export * as distribute from './distribute';
+export { StringColumn } from './tensor/string_column';
