@@ -16,3 +16,6 @@ export * as train from './train';
 export * as strings from './strings';
 export * as distribute from './distribute';
 export { StringColumn } from './tensor/string_column';
+export * as featureColumn from './feature_column';
+export { scope } from './feature_column/embedding_options';
+export type { EmbeddingOptions } from './feature_column/embedding_options';

@@ -129,6 +129,43 @@ export interface NativeAddon {
     combiner: NativeCombiner,
     maxNorm: number,
   ): Promise<NativeTensorHandle>;
+
+  // Feature-column transforms (synchronous; `what` names the column in errors).
+  // Values are UTF-8 bytes with Int32Array offsets, or integer typed arrays.
+  featureDropMissing(
+    what: string,
+    values: NativeFeatureValues,
+    offsets: Int32Array | undefined,
+    valid: Uint8Array | undefined,
+    rowSplits: Int32Array,
+    weights: Float32Array | undefined,
+    dropIgnoreValues: boolean,
+  ): { values: Uint8Array | BigInt64Array; offsets?: Int32Array; rowSplits: Int32Array; weights?: Float32Array } | null;
+  featureIdentity(what: string, values: Int32Array | BigInt64Array, numBuckets: number, defaultValue: number | undefined): BigInt64Array;
+  featureBucketize(what: string, values: Float32Array, sourceDim: number, boundaries: Float32Array): BigInt64Array;
+  featureCross(
+    what: string,
+    inputs: Array<[NativeFeatureValues, Int32Array | undefined, Int32Array]>,
+    numBuckets: number,
+    hashKey: bigint,
+  ): { ids: BigInt64Array; rowSplits: Int32Array };
+  featureIndicator(what: string, ids: BigInt64Array, rowSplits: Int32Array, weights: Float32Array | undefined, numBuckets: number): Float32Array;
+  featureConcatRows(parts: Float32Array[], widths: number[], rows: number): Float32Array;
+  VocabularyTable: new (
+    what: string,
+    keys: NativeFeatureValues,
+    offsets: Int32Array | undefined,
+    numOovBuckets: number,
+    defaultValue: number,
+  ) => NativeVocabularyTable;
+}
+
+export type NativeFeatureValues = Uint8Array | Int32Array | BigInt64Array;
+
+export interface NativeVocabularyTable {
+  readonly size: number;
+  readonly stringKeys: boolean;
+  lookup(values: NativeFeatureValues, offsets: Int32Array | undefined): BigInt64Array;
 }
 
 function load(): NativeAddon {

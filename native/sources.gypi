@@ -12,6 +12,8 @@
       "native/kernels/string_hash_cpu.cc",
       "native/kernels/unique_partition_cpu.cc",
       "native/kernels/sparse_grad_cpu.cc",
+      "native/kernels/feature_transform_cpu.cc",
+      "native/kernels/vocabulary_table.cc",
       "native/train/optimizer_apply.cc",
       "native/train/embedding_backward.cc",
       "native/embedding/embedding_lookup.cc",
@@ -24,6 +26,7 @@
       "native/binding/lookup_arguments.cc",
       "native/binding/routing_binding.cc",
       "native/binding/train_binding.cc",
+      "native/binding/feature_binding.cc",
       "native/binding/strings_binding.cc",
       "native/binding/tensor_binding.cc",
       "native/binding/tensor_handle.cc"

@@ -18,6 +18,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exportStrings(env, exports);
   exportRouting(env, exports);
   exportTrain(env, exports);
+  exportFeature(env, exports);
   return exports;
 }
 

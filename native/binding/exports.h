@@ -12,6 +12,7 @@ void exportEmbedding(Napi::Env env, Napi::Object exports);
 void exportStrings(Napi::Env env, Napi::Object exports);
 void exportRouting(Napi::Env env, Napi::Object exports);
 void exportTrain(Napi::Env env, Napi::Object exports);
+void exportFeature(Napi::Env env, Napi::Object exports);
 
 }  // namespace binding
 }  // namespace hb

@@ -1,0 +1,213 @@
+// embedding_column and shared_embedding_columns: a categorical column's ids looked up
+// in a [numBuckets, dimension] table and combined per example, as TF's
+// safe_embedding_lookup_sparse (negative ids pruned, empty rows zero).
+import { currentDevice } from '../backend';
+import { Initializer, truncatedNormal } from '../initializers';
+import { embeddingLookupSparse } from '../nn/embedding_lookup_sparse';
+import { Combiner } from '../nn/lookup_arguments';
+import { Ragged } from '../tensor/ragged';
+import { Variable, variable } from '../tensor/variable';
+import { CategoricalColumn, checkCategorical, checkPositiveInteger, DenseColumn } from './column';
+import { checkEmbeddingOptions, EmbeddingOptions, EmbeddingOptionValues, resolveEmbeddingOptions } from './embedding_options';
+import { Features } from './feature_input';
+import { segmentFeatures } from './segments';
+
+export interface EmbeddingColumnOptions extends EmbeddingOptions {
+  /** Default 'mean'. */
+  combiner?: Combiner;
+  /** Default: truncated normal, mean 0, stddev 1 / sqrt(dimension). */
+  initializer?: Initializer;
+  maxNorm?: number;
+  trainable?: boolean;
+}
+
+export interface SharedEmbeddingColumnsOptions extends EmbeddingColumnOptions {
+  sharedEmbeddingCollectionName?: string;
+}
+
+const ownOptionNames = ['combiner', 'initializer', 'maxNorm', 'trainable', 'sharedEmbeddingCollectionName'];
+
+interface TableSpec {
+  name: string;
+  numBuckets: number;
+  dimension: number;
+  initializer: Initializer;
+  trainable: boolean;
+  options: EmbeddingOptionValues;
+}
+
+/** The table behind one or more embedding columns, made on first use. */
+class EmbeddingTable {
+  private made?: Variable;
+  constructor(readonly spec: TableSpec) {}
+
+  get variable(): Variable {
+    if (this.made === undefined || this.made.isDisposed) {
+      const { name, options } = this.spec;
+      if (options.embBackend !== 'DEFAULT') {
+        throw new Error(`embedding table '${name}': embBackend '${options.embBackend}' (dynamic hash tables) is not implemented yet; use 'DEFAULT'`);
+      }
+      if (options.embDtype !== 'float32') {
+        throw new Error(`embedding table '${name}': embDtype '${options.embDtype}' is not implemented yet; tables are float32`);
+      }
+      this.made = variable(this.spec.initializer, {
+        shape: [this.spec.numBuckets, this.spec.dimension],
+        name,
+        trainable: this.spec.trainable,
+        device: options.embDevice === '' ? currentDevice() : options.embDevice,
+      });
+    }
+    return this.made;
+  }
+}
+
+abstract class LookupColumn implements DenseColumn {
+  readonly keys: readonly string[];
+  /** Every embedding option, resolved when the column was made. */
+  readonly options: EmbeddingOptionValues;
+
+  constructor(
+    readonly categoricalColumn: CategoricalColumn,
+    readonly dimension: number,
+    readonly combiner: Combiner,
+    readonly maxNorm: number | undefined,
+    options: EmbeddingOptionValues,
+    protected readonly table: EmbeddingTable,
+  ) {
+    this.keys = categoricalColumn.keys;
+    this.options = options;
+  }
+
+  abstract get name(): string;
+
+  /** The [numBuckets, dimension] table (made on first use, on options.embDevice). */
+  get variable(): Variable {
+    return this.table.variable;
+  }
+
+  /** The ids the lookup combines: per example, or per segment with embSegmentRank > 0. */
+  lookupIds(features: Features): Ragged {
+    const rank = this.options.embSegmentRank;
+    if (rank === 0) return this.categoricalColumn.transform(features);
+    return this.categoricalColumn.transform(segmentFeatures(features, this.keys, rank, this.name).features);
+  }
+
+  async denseValues(features: Features): Promise<{ values: Float32Array; rows: number }> {
+    const ids = this.lookupIds(features);
+    let out;
+    try {
+      out = await embeddingLookupSparse(this.variable, ids, { combiner: this.combiner, maxNorm: this.maxNorm, name: this.name });
+    } catch (error) {
+      const cause = error as Error;
+      const Kind = (cause.constructor as ErrorConstructor) ?? Error;
+      throw new Kind(`feature column '${this.name}': ${cause.message}`);
+    }
+    try {
+      return { values: (await out.data()) as Float32Array, rows: ids.nrows };
+    } finally {
+      out.dispose();
+    }
+  }
+}
+
+export class EmbeddingColumn extends LookupColumn {
+  get name(): string {
+    return `${this.categoricalColumn.name}_embedding`;
+  }
+}
+
+export class SharedEmbeddingColumn extends LookupColumn {
+  get name(): string {
+    return `${this.categoricalColumn.name}_shared_embedding`;
+  }
+
+  get sharedEmbeddingCollectionName(): string {
+    return this.table.spec.name;
+  }
+}
+
+function checkCommon(fn: string, dimension: number, options: EmbeddingColumnOptions): { combiner: Combiner; initializer: Initializer; trainable: boolean; maxNorm?: number } {
+  checkPositiveInteger(dimension, fn, 'dimension');
+  if (options === null || typeof options !== 'object') throw new TypeError(`${fn}: options must be an object`);
+  const combiner = options.combiner ?? 'mean';
+  if (combiner !== 'sum' && combiner !== 'mean' && combiner !== 'sqrtn') {
+    throw new TypeError(`${fn}: combiner must be 'sum', 'mean' or 'sqrtn', got ${JSON.stringify(combiner)}`);
+  }
+  if (options.initializer !== undefined && !(options.initializer instanceof Initializer)) {
+    throw new TypeError(`${fn}: initializer must be an hb.initializers initializer`);
+  }
+  if (options.maxNorm !== undefined && !(typeof options.maxNorm === 'number' && Number.isFinite(options.maxNorm) && options.maxNorm > 0)) {
+    throw new RangeError(`${fn}: maxNorm must be a finite number > 0, got ${String(options.maxNorm)}`);
+  }
+  if (options.trainable !== undefined && typeof options.trainable !== 'boolean') throw new TypeError(`${fn}: trainable must be a boolean`);
+  return {
+    combiner,
+    initializer: options.initializer ?? truncatedNormal({ mean: 0, stddev: 1 / Math.sqrt(dimension) }),
+    trainable: options.trainable ?? true,
+    maxNorm: options.maxNorm,
+  };
+}
+
+function embeddingOptionsOf(fn: string, options: EmbeddingColumnOptions): EmbeddingOptions {
+  const rest: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(options)) if (!ownOptionNames.includes(k)) rest[k] = v;
+  return checkEmbeddingOptions(rest, fn);
+}
+
+export function embeddingColumn(categoricalColumn: CategoricalColumn, dimension: number, options: EmbeddingColumnOptions = {}): EmbeddingColumn {
+  const fn = 'embeddingColumn';
+  checkCategorical(categoricalColumn, fn, 'categoricalColumn');
+  const common = checkCommon(fn, dimension, options);
+  const name = `${categoricalColumn.name}_embedding`;
+  const resolved = resolveEmbeddingOptions(embeddingOptionsOf(fn, options), [categoricalColumn.name, name]);
+  const table = new EmbeddingTable({
+    name: `${name}/embedding_weights`,
+    numBuckets: categoricalColumn.numBuckets,
+    dimension,
+    initializer: common.initializer,
+    trainable: common.trainable,
+    options: resolved,
+  });
+  return new EmbeddingColumn(categoricalColumn, dimension, common.combiner, common.maxNorm, resolved, table);
+}
+
+export function sharedEmbeddingColumns(
+  categoricalColumns: readonly CategoricalColumn[],
+  dimension: number,
+  options: SharedEmbeddingColumnsOptions = {},
+): SharedEmbeddingColumn[] {
+  const fn = 'sharedEmbeddingColumns';
+  if (!Array.isArray(categoricalColumns) || categoricalColumns.length === 0) throw new TypeError(`${fn}: categoricalColumns must be a non-empty array`);
+  categoricalColumns.forEach((c, i) => checkCategorical(c, fn, `categoricalColumns[${i}]`));
+  const first = categoricalColumns[0];
+  for (const c of categoricalColumns.slice(1)) {
+    if (c.numBuckets !== first.numBuckets) {
+      throw new RangeError(
+        `${fn}: all categorical columns must have the same number of buckets; column '${c.name}' has ${c.numBuckets} but column '${first.name}' has ${first.numBuckets}`,
+      );
+    }
+  }
+  const names = categoricalColumns.map((c) => c.name);
+  const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+  if (duplicate !== undefined) throw new TypeError(`${fn}: column '${duplicate}' is given twice`);
+  const common = checkCommon(fn, dimension, options);
+  const collection = options.sharedEmbeddingCollectionName ?? `${[...names].sort().join('_')}_shared_embedding`;
+  if (typeof collection !== 'string' || collection === '') throw new TypeError(`${fn}: sharedEmbeddingCollectionName must be a non-empty string`);
+  const embeddingOptions = embeddingOptionsOf(fn, options);
+  const resolved = categoricalColumns.map((c) => resolveEmbeddingOptions(embeddingOptions, [c.name, `${c.name}_shared_embedding`]));
+  for (const key of ['embDevice', 'embDtype', 'embBackend'] as const) {
+    const differing = resolved.findIndex((r) => r[key] !== resolved[0][key]);
+    if (differing > 0) {
+      throw new TypeError(`${fn}: columns sharing table '${collection}' must agree on ${key}: '${names[0]}' has ${JSON.stringify(resolved[0][key])}, '${names[differing]}' has ${JSON.stringify(resolved[differing][key])}`);
+    }
+  }
+  const table = new EmbeddingTable({
+    name: collection,
+    numBuckets: first.numBuckets,
+    dimension,
+    initializer: common.initializer,
+    trainable: common.trainable,
+    options: resolved[0],
+  });
+  return categoricalColumns.map((c, i) => new SharedEmbeddingColumn(c, dimension, common.combiner, common.maxNorm, resolved[i], table));
+}

@@ -1,0 +1,21 @@
+// hb.featureColumn: TensorFlow 1.15's feature columns, transforms run natively.
+export type { FeatureColumn, CategoricalColumn, DenseColumn } from './column';
+export type { FeatureInput, Features, RaggedStrings } from './feature_input';
+export { categoricalColumnWithIdentity, IdentityCategoricalColumn } from './identity';
+export { categoricalColumnWithHashBucket, HashedCategoricalColumn } from './hash_bucket';
+export type { CategoricalDType } from './hash_bucket';
+export { categoricalColumnWithVocabularyList, categoricalColumnWithVocabularyFile, VocabularyCategoricalColumn } from './vocabulary';
+export type { VocabularyListOptions, VocabularyFileOptions } from './vocabulary';
+export { numericColumn, NumericColumn } from './numeric';
+export type { NumericColumnOptions, NormalizerFn } from './numeric';
+export { bucketizedColumn, BucketizedColumn } from './bucketized';
+export { crossedColumn, CrossedColumn } from './crossed';
+export type { CrossKey } from './crossed';
+export { weightedCategoricalColumn, WeightedCategoricalColumn } from './weighted';
+export { indicatorColumn, IndicatorColumn } from './indicator';
+export { embeddingColumn, sharedEmbeddingColumns, EmbeddingColumn, SharedEmbeddingColumn } from './embedding';
+export type { EmbeddingColumnOptions, SharedEmbeddingColumnsOptions } from './embedding';
+export { DenseFeatures } from './dense_features';
+export type { DenseFeaturesOptions, DenseFeaturesLayer } from './dense_features';
+export { resolveEmbeddingOptions } from './embedding_options';
+export type { EmbeddingOptions, EmbeddingOptionValues, PerColumn } from './embedding_options';

@@ -1,0 +1,138 @@
+// categorical_column_with_vocabulary_list / _file: the value's position in the
+// vocabulary; values not in it go to an OOV bucket (vocabulary size + Fingerprint64
+// modulo numOovBuckets) or to defaultValue (-1, which the embedding lookup prunes).
+import * as fs from 'fs';
+import { native, NativeVocabularyTable } from '../native';
+import { Ragged } from '../tensor/ragged';
+import { StringColumn } from '../tensor/string_column';
+import { CategoricalColumn, checkKey } from './column';
+import { Features, featureOf } from './feature_input';
+import { CategoricalDType, checkCategoricalDType, checkValuesMatch } from './hash_bucket';
+import { idsOfFeature, WeightsBeside } from './raw_ids';
+
+export interface VocabularyListOptions {
+  /** Default: 'string' for string vocabularies, 'int64' for integer ones. */
+  dtype?: CategoricalDType;
+  defaultValue?: number;
+  numOovBuckets?: number;
+}
+
+export interface VocabularyFileOptions extends VocabularyListOptions {
+  /** The first `vocabularySize` lines; default: every line of the file. */
+  vocabularySize?: number;
+}
+
+export class VocabularyCategoricalColumn implements CategoricalColumn {
+  readonly keys: readonly string[];
+  private readonly table: NativeVocabularyTable;
+
+  /** @internal */
+  constructor(
+    readonly key: string,
+    readonly vocabularySize: number,
+    readonly dtype: CategoricalDType,
+    readonly defaultValue: number,
+    readonly numOovBuckets: number,
+    table: NativeVocabularyTable,
+  ) {
+    this.keys = [key];
+    this.table = table;
+  }
+
+  get name(): string {
+    return this.key;
+  }
+
+  get numBuckets(): number {
+    return this.vocabularySize + this.numOovBuckets;
+  }
+
+  transform(features: Features): Ragged {
+    return this.idsWithWeights(features, undefined);
+  }
+
+  /** @internal */
+  idsWithWeights(features: Features, weights: WeightsBeside | undefined): Ragged {
+    const ids = idsOfFeature(featureOf(features, this.key, this.name), this.name, this.key, weights);
+    checkValuesMatch(ids, this.dtype, this.name, this.key);
+    return new Ragged(this.table.lookup(ids.values, ids.offsets), ids.rowSplits, ids.weights);
+  }
+}
+
+function checkOovAndDefault(fn: string, key: string, options: VocabularyListOptions): { defaultValue: number; numOovBuckets: number } {
+  const numOovBuckets = options.numOovBuckets ?? 0;
+  if (!Number.isSafeInteger(numOovBuckets) || numOovBuckets < 0) {
+    throw new RangeError(`${fn}: invalid numOovBuckets ${String(numOovBuckets)} in column '${key}'`);
+  }
+  const defaultValue = options.defaultValue ?? -1;
+  if (!Number.isSafeInteger(defaultValue)) throw new TypeError(`${fn}: defaultValue must be an integer (column '${key}'), got ${String(defaultValue)}`);
+  if (numOovBuckets > 0 && defaultValue !== -1) {
+    throw new RangeError(`${fn}: can't specify both numOovBuckets and defaultValue in column '${key}'`);
+  }
+  return { defaultValue, numOovBuckets };
+}
+
+function vocabularyValues(list: ReadonlyArray<string | number | bigint>, dtype: CategoricalDType, fn: string, key: string): { values: Uint8Array | BigInt64Array; offsets?: Int32Array } {
+  if (dtype === 'string') {
+    if (!list.every((v) => typeof v === 'string')) throw new TypeError(`${fn}: column '${key}' has dtype 'string' but its vocabulary holds non-strings`);
+    const column = StringColumn.fromStrings(list as string[]);
+    return { values: column.bytes, offsets: column.offsets };
+  }
+  const ints = new BigInt64Array(list.length);
+  list.forEach((v, i) => {
+    if (typeof v === 'bigint') ints[i] = v;
+    else if (typeof v === 'number' && Number.isSafeInteger(v)) ints[i] = BigInt(v);
+    else throw new TypeError(`${fn}: column '${key}' has dtype '${dtype}' but vocabulary[${i}] is ${JSON.stringify(v)}`);
+  });
+  return { values: ints };
+}
+
+function buildColumn(fn: string, key: string, list: ReadonlyArray<string | number | bigint>, dtype: CategoricalDType, options: VocabularyListOptions): VocabularyCategoricalColumn {
+  const { defaultValue, numOovBuckets } = checkOovAndDefault(fn, key, options);
+  const { values, offsets } = vocabularyValues(list, dtype, fn, key);
+  const table = new native.VocabularyTable(`${fn}('${key}')`, values, offsets, numOovBuckets, defaultValue);
+  return new VocabularyCategoricalColumn(key, list.length, dtype, defaultValue, numOovBuckets, table);
+}
+
+export function categoricalColumnWithVocabularyList(
+  key: string,
+  vocabularyList: ReadonlyArray<string | number | bigint>,
+  options: VocabularyListOptions = {},
+): VocabularyCategoricalColumn {
+  const fn = 'categoricalColumnWithVocabularyList';
+  checkKey(key, fn);
+  if (!Array.isArray(vocabularyList) || vocabularyList.length === 0) {
+    throw new TypeError(`${fn}: vocabularyList must be a non-empty array (column '${key}')`);
+  }
+  const dtype = checkCategoricalDType(options.dtype ?? (typeof vocabularyList[0] === 'string' ? 'string' : 'int64'), fn, key);
+  return buildColumn(fn, key, vocabularyList, dtype, options);
+}
+
+/** One entry per line, as TF's TextFileIndex.WHOLE_LINE (no trimming; no final empty line). */
+export function categoricalColumnWithVocabularyFile(key: string, path: string, options: VocabularyFileOptions = {}): VocabularyCategoricalColumn {
+  const fn = 'categoricalColumnWithVocabularyFile';
+  checkKey(key, fn);
+  if (typeof path !== 'string' || path === '') throw new TypeError(`${fn}: missing vocabulary file path in column '${key}'`);
+  let text: string;
+  try {
+    text = fs.readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new Error(`${fn}: cannot read the vocabulary file '${path}' of column '${key}': ${(error as Error).message}`);
+  }
+  const lines = text.split('\n');
+  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  const size = options.vocabularySize ?? lines.length;
+  if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`${fn}: invalid vocabularySize ${String(size)} in column '${key}'`);
+  if (size > lines.length) {
+    throw new RangeError(`${fn}: vocabularySize ${size} is larger than the ${lines.length} lines of '${path}' (column '${key}')`);
+  }
+  const dtype = checkCategoricalDType(options.dtype ?? 'string', fn, key);
+  let entries: Array<string | bigint> = lines.slice(0, size);
+  if (dtype !== 'string') {
+    entries = entries.map((line, i) => {
+      if (!/^-?\d+$/.test(line as string)) throw new TypeError(`${fn}: line ${i + 1} of '${path}' is not an integer (column '${key}', dtype ${dtype})`);
+      return BigInt(line as string);
+    });
+  }
+  return buildColumn(fn, key, entries, dtype, options);
+}
