@@ -129,6 +129,7 @@ describe('categoricalColumnWithVocabularyList / File', () => {
   it('refuses duplicates, default with OOV buckets, empty lists and mismatched values', () => {
     expect(() => fc.categoricalColumnWithVocabularyList('aaa', ['a', 'b', 'a'])).toThrow(/'aaa'.*duplicate key 'a'/);
     expect(() => fc.categoricalColumnWithVocabularyList('aaa', [1, 2, 1])).toThrow(/duplicate key 1/);
+    expect(() => fc.categoricalColumnWithVocabularyList('aaa', [1n, 2n ** 63n])).toThrow(/vocabulary\[1\]/);
     expect(() => fc.categoricalColumnWithVocabularyList('aaa', wire, { defaultValue: 0, numOovBuckets: 2 })).toThrow(/both numOovBuckets and defaultValue.*'aaa'/);
     expect(() => fc.categoricalColumnWithVocabularyList('aaa', [])).toThrow(/non-empty/);
     expect(() => fc.categoricalColumnWithVocabularyList('aaa', wire).transform({ aaa: [1] })).toThrow(/'aaa'.*integers.*string/);

@@ -80,7 +80,7 @@ function vocabularyValues(list: ReadonlyArray<string | number | bigint>, dtype: 
   }
   const ints = new BigInt64Array(list.length);
   list.forEach((v, i) => {
-    if (typeof v === 'bigint') ints[i] = v;
+    if (typeof v === 'bigint' && v >= -(2n ** 63n) && v < 2n ** 63n) ints[i] = v;
     else if (typeof v === 'number' && Number.isSafeInteger(v)) ints[i] = BigInt(v);
     else throw new TypeError(`${fn}: column '${key}' has dtype '${dtype}' but vocabulary[${i}] is ${JSON.stringify(v)}`);
   });

@@ -1,5 +1,6 @@
 #include "native/kernels/vocabulary_table.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "native/core/status.h"
@@ -30,24 +31,22 @@ VocabularyTable::VocabularyTable(bool stringKeys, int64_t size, int64_t numOovBu
     : stringKeys_(stringKeys), size_(size), numOovBuckets_(numOovBuckets), defaultValue_(defaultValue) {
   size_t capacity = 16;
   while (capacity < size_t(size) * 2) capacity *= 2;
-  slotHashes_.assign(capacity, 0);
-  slotPositions_.assign(capacity, -1);
+  slots_.assign(capacity, Slot{});
 }
 
 template <typename Equal>
 size_t VocabularyTable::probe(uint64_t hash, Equal equal) const {
-  const size_t mask = slotPositions_.size() - 1;
+  const size_t mask = slots_.size() - 1;
   size_t slot = size_t(hash) & mask;
-  while (slotPositions_[slot] >= 0 && !(slotHashes_[slot] == hash && equal(slotPositions_[slot]))) slot = (slot + 1) & mask;
+  while (slots_[slot].position >= 0 && !(slots_[slot].hash == hash && equal(slots_[slot].position))) slot = (slot + 1) & mask;
   return slot;
 }
 
 void VocabularyTable::insert(uint64_t hash, int64_t position) {
-  const size_t mask = slotPositions_.size() - 1;
+  const size_t mask = slots_.size() - 1;
   size_t slot = size_t(hash) & mask;
-  while (slotPositions_[slot] >= 0) slot = (slot + 1) & mask;
-  slotHashes_[slot] = hash;
-  slotPositions_[slot] = position;
+  while (slots_[slot].position >= 0) slot = (slot + 1) & mask;
+  slots_[slot] = Slot{hash, position};
 }
 
 std::unique_ptr<VocabularyTable> VocabularyTable::fromStrings(const FeatureValues& keys, int64_t numOovBuckets,
@@ -64,9 +63,9 @@ std::unique_ptr<VocabularyTable> VocabularyTable::fromStrings(const FeatureValue
     const size_t slot = table->probe(hash, [&](int64_t p) {
       return offsets[p + 1] - offsets[p] == length && std::memcmp(bytes + offsets[p], bytes + offsets[i], size_t(length)) == 0;
     });
-    HB_CHECK(table->slotPositions_[slot] < 0, what, ": duplicate key '",
+    HB_CHECK(table->slots_[slot].position < 0, what, ": duplicate key '",
              std::string(reinterpret_cast<const char*>(bytes + offsets[i]), size_t(length)), "' at positions ",
-             table->slotPositions_[slot], " and ", i, " of the vocabulary");
+             table->slots_[slot].position, " and ", i, " of the vocabulary");
     table->insert(hash, i);
   }
   return table;
@@ -81,8 +80,8 @@ std::unique_ptr<VocabularyTable> VocabularyTable::fromInts(const FeatureValues& 
   for (int64_t i = 0; i < keys.count; ++i) {
     const uint64_t hash = mixInt(ints[i]);
     const size_t slot = table->probe(hash, [&](int64_t p) { return ints[p] == ints[i]; });
-    HB_CHECK(table->slotPositions_[slot] < 0, what, ": duplicate key ", ints[i], " at positions ",
-             table->slotPositions_[slot], " and ", i, " of the vocabulary");
+    HB_CHECK(table->slots_[slot].position < 0, what, ": duplicate key ", ints[i], " at positions ",
+             table->slots_[slot].position, " and ", i, " of the vocabulary");
     table->insert(hash, i);
   }
   return table;
@@ -93,26 +92,37 @@ int64_t VocabularyTable::miss(uint64_t oovHash) const {
 }
 
 void VocabularyTable::lookup(const FeatureValues& values, int64_t* out) const {
-  if (stringKeys_) {
-    const uint8_t* bytes = keyBytes_.data();
-    const int64_t* offsets = keyOffsets_.data();
-    for (int64_t i = 0; i < values.count; ++i) {
-      const uint8_t* value = values.bytes + values.offsets[i];
-      const int64_t length = values.byteLength(i);
-      const uint64_t hash = fingerprintBytes(value, length, 0);
-      const int64_t position = slotPositions_[probe(hash, [&](int64_t p) {
-        return offsets[p + 1] - offsets[p] == length && std::memcmp(bytes + offsets[p], value, size_t(length)) == 0;
-      })];
-      out[i] = position >= 0 ? position : miss(hash);
-    }
-    return;
-  }
+  // Values come in blocks: hash a block and prefetch its slots, then probe. The table
+  // outgrows the caches for large vocabularies, and a probe is otherwise one stall.
+  constexpr int64_t kBlock = 32;
+  uint64_t hashes[kBlock];
+  const size_t mask = slots_.size() - 1;
+  const uint8_t* bytes = keyBytes_.data();
+  const int64_t* offsets = keyOffsets_.data();
   const int64_t* ints = intKeys_.data();
-  for (int64_t i = 0; i < values.count; ++i) {
-    const int64_t value = values.intAt(i);
-    const int64_t position = slotPositions_[probe(mixInt(value), [&](int64_t p) { return ints[p] == value; })];
-    // Integer values miss into the bucket of their decimal string (TF's as_string).
-    out[i] = position >= 0 ? position : miss(numOovBuckets_ > 0 ? decimalFingerprint(value) : 0);
+  for (int64_t start = 0; start < values.count; start += kBlock) {
+    const int64_t end = std::min(values.count, start + kBlock);
+    for (int64_t i = start; i < end; ++i) {
+      hashes[i - start] = stringKeys_ ? fingerprintBytes(values.bytes + values.offsets[i], values.byteLength(i), 0)
+                                      : mixInt(values.intAt(i));
+      __builtin_prefetch(&slots_[size_t(hashes[i - start]) & mask]);
+    }
+    for (int64_t i = start; i < end; ++i) {
+      const uint64_t hash = hashes[i - start];
+      if (stringKeys_) {
+        const uint8_t* value = values.bytes + values.offsets[i];
+        const int64_t length = values.byteLength(i);
+        const int64_t position = slots_[probe(hash, [&](int64_t p) {
+          return offsets[p + 1] - offsets[p] == length && std::memcmp(bytes + offsets[p], value, size_t(length)) == 0;
+        })].position;
+        out[i] = position >= 0 ? position : miss(hash);
+      } else {
+        const int64_t value = values.intAt(i);
+        const int64_t position = slots_[probe(hash, [&](int64_t p) { return ints[p] == value; })].position;
+        // Integer values miss into the bucket of their decimal string (TF's as_string).
+        out[i] = position >= 0 ? position : miss(numOovBuckets_ > 0 ? decimalFingerprint(value) : 0);
+      }
+    }
   }
 }
 

@@ -41,8 +41,12 @@ class VocabularyTable {
   std::vector<uint8_t> keyBytes_;
   std::vector<int64_t> keyOffsets_;
   std::vector<int64_t> intKeys_;
-  std::vector<uint64_t> slotHashes_;
-  std::vector<int64_t> slotPositions_;  // -1: empty
+  // Hash and position side by side: a probe touches one cache line.
+  struct Slot {
+    uint64_t hash = 0;
+    int64_t position = -1;  // -1: empty
+  };
+  std::vector<Slot> slots_;
 };
 
 }  // namespace hb
