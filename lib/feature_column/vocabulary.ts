@@ -82,7 +82,7 @@ function vocabularyValues(list: ReadonlyArray<string | number | bigint>, dtype: 
   list.forEach((v, i) => {
     if (typeof v === 'bigint' && v >= -(2n ** 63n) && v < 2n ** 63n) ints[i] = v;
     else if (typeof v === 'number' && Number.isSafeInteger(v)) ints[i] = BigInt(v);
-    else throw new TypeError(`${fn}: column '${key}' has dtype '${dtype}' but vocabulary[${i}] is ${JSON.stringify(v)}`);
+    else throw new TypeError(`${fn}: column '${key}' has dtype '${dtype}' but vocabulary[${i}] = ${typeof v === 'string' ? JSON.stringify(v) : String(v)} is not an int64`);
   });
   return { values: ints };
 }
