@@ -316,6 +316,27 @@ describe('embeddingColumn, sharedEmbeddingColumns and DenseFeatures', () => {
     expect(split.map((t) => t.shape)).toEqual([[2, 3], [2, 1]]);
   });
 
+  it('clips rows to maxNorm, honours trainable, and draws the default table from a truncated normal of stddev 1/sqrt(dim)', async () => {
+    const clipped = fc.embeddingColumn(fc.categoricalColumnWithIdentity('a', 2), 2, { maxNorm: 1, combiner: 'sum', trainable: false });
+    expect(clipped.variable.trainable).toBe(false);
+    await clipped.variable.assign(hb.tensor([[3, 4], [0.3, 0.4]]));
+    const out = Array.from(await (await fc.DenseFeatures([clipped])({ a: [0, 1] })).data());
+    expect(out[0]).toBeCloseTo(0.6, 6);
+    expect(out[1]).toBeCloseTo(0.8, 6);
+    expect(out.slice(2)).toEqual([Math.fround(0.3), Math.fround(0.4)]);
+
+    const dim = 16;
+    const table = (await fc.embeddingColumn(fc.categoricalColumnWithIdentity('b', 4000), dim).variable.read().then((t) => t.data())) as Float32Array;
+    const stddev = 1 / Math.sqrt(dim);
+    const mean = table.reduce((a, v) => a + v, 0) / table.length;
+    const sd = Math.sqrt(table.reduce((a, v) => a + (v - mean) ** 2, 0) / table.length);
+    expect(Math.max(...table.map(Math.abs))).toBeLessThanOrEqual(2 * stddev + 1e-6);
+    expect(Math.abs(mean)).toBeLessThan(0.01);
+    // A normal truncated at 2 sigma keeps 0.88 of its stddev.
+    expect(sd / stddev).toBeGreaterThan(0.85);
+    expect(sd / stddev).toBeLessThan(0.91);
+  });
+
   it('reads [batch, n] tensor features', async () => {
     const col = fc.numericColumn('x', { shape: [2] });
     const out = await fc.DenseFeatures([col])({ x: hb.tensor([[1, 2], [3, 4]]) });
