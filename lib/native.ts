@@ -118,6 +118,7 @@ export interface NativeAddon {
     weights: Float32Array | null,
     combiner: NativeCombiner,
     outputGrad: NativeTensorHandle,
+    maxNorm?: number,
   ): Promise<{ indices: BigInt64Array; values: NativeTensorHandle }>;
 
   embeddingLookupSparse(

@@ -9,16 +9,21 @@ import { checkLookupArguments, Combiner } from './lookup_arguments';
  * d(sum(output * outputGrad)) / d params for output = embeddingLookupSparse(params, ids,
  * { combiner }): one summed row per distinct id (in order of first appearance), each
  * contribution outputGrad[b] scaled as TF's gradient kernels do, added in the order the
- * ids come. Deterministic. Gradients through maxNorm are not supported yet.
+ * ids come. Deterministic. With maxNorm, the gradient goes through TF's clip_by_norm of
+ * each row, reading the table as it is when this runs (call it before updating the table).
  */
 export async function embeddingLookupSparseGrad(
   params: Tensor,
   ids: Ragged,
   outputGrad: Tensor,
-  options: { combiner?: Combiner; name?: string } = {},
+  options: { combiner?: Combiner; maxNorm?: number; name?: string } = {},
 ): Promise<IndexedSlices> {
   const { name, combiner } = checkLookupArguments('embeddingLookupSparseGrad', params, ids, options);
   if (!(outputGrad instanceof Tensor)) throw new TypeError(`embeddingLookupSparseGrad(${name}): outputGrad must be a tensor`);
-  const result = await native.embeddingLookupSparseGrad(params.handle, name, ids.values, ids.rowSplits, ids.weights ?? null, combiner, outputGrad.handle);
+  const maxNorm = options.maxNorm;
+  if (maxNorm !== undefined && !(typeof maxNorm === 'number' && Number.isFinite(maxNorm) && maxNorm > 0)) {
+    throw new RangeError(`embeddingLookupSparseGrad(${name}): maxNorm must be a finite number > 0, got ${String(maxNorm)}`);
+  }
+  const result = await native.embeddingLookupSparseGrad(params.handle, name, ids.values, ids.rowSplits, ids.weights ?? null, combiner, outputGrad.handle, maxNorm ?? 0);
   return new IndexedSlices(new Tensor(result.values), result.indices);
 }

@@ -78,10 +78,11 @@ Napi::Value optimizerApply(const Napi::CallbackInfo& info) {
 }
 
 // embeddingLookupSparseGrad(table, name, values, rowSplits, weights | null, combiner,
-//                           outputGrad) -> Promise<{ indices: BigInt64Array, values }>
+//                           outputGrad, maxNorm = 0) -> Promise<{ indices: BigInt64Array, values }>
 Napi::Value embeddingLookupSparseGrad(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const SparseLookupRequest request = readLookupArguments(info, "embeddingLookupSparseGrad");
+  SparseLookupRequest request = readLookupArguments(info, "embeddingLookupSparseGrad");
+  if (!info[7].IsUndefined()) request.maxNorm = float(numberArgument(info[7], "embeddingLookupSparseGrad: maxNorm"));
   const Tensor outGrad = TensorHandle::unwrap(info[6], "embeddingLookupSparseGrad: outputGrad");
   checkLookupBackward(request, outGrad);
   auto out = std::make_shared<LookupGradient>();

@@ -40,6 +40,25 @@ HB_HOST_DEVICE float clipByNorm(float value, float maxNorm, float divisor) {
   return divRn(mulRn(value, maxNorm), divisor);
 }
 
+// The gradient of clip_by_norm(row, maxNorm) applied to `grad` in place. A row at least
+// maxNorm long was scaled by maxNorm / n (TF's maximum() sends the gradient to the norm
+// when they are equal), so its gradient is (c / n) * (g - row * (row . g) / n^2); a
+// shorter row passed through unchanged.
+HB_HOST_DEVICE void clipByNormGradient(const float* row, int64_t dim, float maxNorm, float* grad) {
+  float squares = 0.0f;
+  float dot = 0.0f;
+  for (int64_t k = 0; k < dim; ++k) {
+    squares = addRn(squares, mulRn(row[k], row[k]));
+    dot = addRn(dot, mulRn(row[k], grad[k]));
+  }
+  if (!(squares > 0.0f)) return;
+  const float norm = sqrtf(squares);
+  if (norm < maxNorm) return;
+  const float scale = divRn(maxNorm, norm);
+  const float projection = divRn(dot, squares);
+  for (int64_t k = 0; k < dim; ++k) grad[k] = mulRn(scale, addRn(grad[k], -mulRn(row[k], projection)));
+}
+
 // What a bag's weighted sum is divided by.
 HB_HOST_DEVICE float combinerDivisor(Combiner combiner, float weightSum, float squaredWeightSum) {
   switch (combiner) {

@@ -29,7 +29,7 @@ struct SparseRows {
 
 // The lookup's backward: d out[b] / d table[r] summed over the entries naming r, each
 // contribution (g[b] / divisor_b) * weight, added in entry order. `args` as for the
-// forward (table unused; maxNorm must be 0), outGrad [batch, dim].
+// forward (table and maxNorm unused: clipping is applied by the caller), outGrad [batch, dim].
 RowGradients embeddingLookupBackwardCpu(const EmbeddingLookupArgs& args, const float* outGrad);
 
 // The rows of (indices, values) with repeated indices summed in the order they come.

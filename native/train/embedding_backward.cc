@@ -1,16 +1,19 @@
 #include "native/train/embedding_backward.h"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "native/core/status.h"
+#include "native/kernels/embedding_combine.h"
 #include "native/kernels/sparse_grad.h"
 
 namespace hb {
 
 void checkLookupBackward(const SparseLookupRequest& r, const Tensor& outGrad) {
   checkLookupShapes(r);
-  HB_CHECK(r.maxNorm == 0.0f, "embeddingLookupSparseGrad(", r.name, "): gradients through maxNorm are not supported yet");
+  HB_CHECK(std::isfinite(r.maxNorm) && r.maxNorm >= 0.0f, "embeddingLookupSparseGrad(", r.name,
+           "): maxNorm must be a finite number >= 0 (0: no clipping), got ", r.maxNorm);
   const std::vector<int64_t> expected{r.rowSplits.size() - 1, r.table.shape[1]};
   const Tensor shaped{nullptr, DType::Float32, expected};
   HB_CHECK(outGrad.dtype == DType::Float32 && outGrad.shape == expected, "embeddingLookupSparseGrad(", r.name,
@@ -43,6 +46,21 @@ LookupGradient runLookupBackward(const SparseLookupRequest& r, const Tensor& out
   }
   const RowGradients rows = embeddingLookupBackwardCpu(args, grad);
   const int64_t n = int64_t(rows.rows.size());
+  if (r.maxNorm > 0.0f) {
+    // Clipping depends only on the row, so it applies once to each row's summed gradient.
+    // The rows are read as they are now, after any update queued before this call.
+    float* values = static_cast<float*>(rows.values->data());
+    std::vector<float> row(size_t(args.dim));
+    const auto* table = r.table.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const float* source = table + rows.rows[i] * args.dim;
+      if (r.table.device().isCuda()) {
+        copyBytes(row.data(), Device::cpu(), source, r.table.device(), size_t(args.dim) * sizeof(float));
+        source = row.data();
+      }
+      clipByNormGradient(source, args.dim, r.maxNorm, values + i * args.dim);
+    }
+  }
   LookupGradient out;
   out.indices = Tensor{Buffer::allocate(Device::cpu(), size_t(n) * 8), DType::Int64, {n}};
   if (n) std::memcpy(out.indices.buffer->data(), rows.rows.data(), size_t(n) * 8);

@@ -11,7 +11,8 @@ struct LookupGradient {
   Tensor values;   // [n, dim] on the table's device
 };
 
-// request.maxNorm must be 0 (no gradient through clipping yet); outGrad [batch, dim].
+// With request.maxNorm > 0 the gradient goes through clip_by_norm of each row, using the
+// table's rows as they are when the backward runs. outGrad [batch, dim].
 void checkLookupBackward(const SparseLookupRequest& request, const Tensor& outGrad);
 LookupGradient runLookupBackward(const SparseLookupRequest& request, const Tensor& outGrad);
 
