@@ -87,7 +87,7 @@ export interface NativeAddon {
 
   /** Fingerprint64 of each value; with numBuckets, TF's to_hash_bucket_fast (uint64 modulo). */
   stringsFingerprint(
-    values: Array<string | number | bigint> | BigInt64Array | Int32Array | Uint8Array,
+    values: Array<string | number | bigint> | NativeFeatureValues,
     offsets: Int32Array | BigInt64Array | undefined,
     numBuckets?: number | bigint,
   ): BigUint64Array | BigInt64Array;

@@ -65,20 +65,29 @@ describe('categoricalColumnWithIdentity', () => {
     expect(ids(col.transform({ aaa: [[1], [-1, 99]] }))).toEqual([1, 3, 3]);
   });
 
-  it('passes ids through without a default; dense -1 is dropped', () => {
+  it('passes in-range ids through without a default; dense -1 is dropped', () => {
     const col = fc.categoricalColumnWithIdentity('aaa', 3);
     const r = col.transform({ aaa: Int32Array.from([0, -1, 1, 0]) });
     expect(ids(r)).toEqual([0, 1, 0]);
     expect(splits(r)).toEqual([0, 1, 1, 2, 3]);
     expect(r.values.constructor.name).toBe('BigInt64Array');
-    expect(ids(col.transform({ aaa: [[-2, 5]] }))).toEqual([-2, 5]);
   });
 
-  it('prunes negative ids at the lookup and refuses ids beyond the table there', async () => {
-    const col = fc.embeddingColumn(fc.categoricalColumnWithIdentity('aaa', 3), 2, { initializer: hb.initializers.ones() });
-    const out = await fc.DenseFeatures([col])({ aaa: [[-2, 1], [-5]] });
+  it('refuses ids outside [0, numBuckets) without a default, as TF 1.15 asserts', async () => {
+    const col = fc.categoricalColumnWithIdentity('aaa', 3);
+    expect(() => col.transform({ aaa: [[1, 3]] })).toThrow(/'aaa'.*id 3 \(value 1\) is outside \[0, 3\).*defaultValue/);
+    expect(() => col.transform({ aaa: [[-2]] })).toThrow(/id -2/);
+    const emb = fc.embeddingColumn(col, 2, { initializer: hb.initializers.ones() });
+    await expect(fc.DenseFeatures([emb])({ aaa: [[1, 3]] })).rejects.toThrow(/'aaa'.*outside/);
+    const out = await fc.DenseFeatures([emb])({ aaa: BigInt64Array.from([2n, -1n]) });
     expect(Array.from(await out.data())).toEqual([1, 1, 0, 0]);
-    await expect(fc.DenseFeatures([col])({ aaa: [[1, 3]] })).rejects.toThrow(/aaa_embedding/);
+  });
+
+  it('takes empty and all-missing batches', () => {
+    expect(ids(fc.categoricalColumnWithIdentity('aaa', 3).transform({ aaa: [] }))).toEqual([]);
+    expect(splits(fc.categoricalColumnWithIdentity('aaa', 3).transform({ aaa: [null, null] }))).toEqual([0, 0, 0]);
+    expect(splits(fc.categoricalColumnWithHashBucket('s', 3).transform({ s: [null] }))).toEqual([0, 0]);
+    expect(ids(fc.categoricalColumnWithVocabularyList('v', ['a']).transform({ v: [] }))).toEqual([]);
   });
 
   it('refuses bad arguments', () => {
@@ -122,6 +131,8 @@ describe('categoricalColumnWithVocabularyList / File', () => {
     expect(ids(warriors.transform({ aaa: BigInt64Array.from([11n, -1n, 100n, 30n, 22n]) }))).toEqual([2, -100, 0, 4]);
     expect(() => fc.categoricalColumnWithVocabularyFile('aaa', path.join(dir, 'missing.txt'))).toThrow(/missing.txt.*'aaa'/);
     expect(() => fc.categoricalColumnWithVocabularyFile('aaa', file, { vocabularySize: 4 })).toThrow(/vocabularySize 4.*3 lines/);
+    fs.writeFileSync(path.join(dir, 'crlf.txt'), 'omar\r\nstringer\r\nmarlo\r\n');
+    expect(ids(fc.categoricalColumnWithVocabularyFile('aaa', path.join(dir, 'crlf.txt')).transform(query))).toEqual([2, -1, 0]);
     fs.writeFileSync(file, 'omar\nx\nomar\n');
     expect(() => fc.categoricalColumnWithVocabularyFile('aaa', file)).toThrow(/duplicate key 'omar' at positions 0 and 2/);
   });
@@ -170,6 +181,8 @@ describe('numericColumn and bucketizedColumn', () => {
     const x = fc.numericColumn('x');
     expect(() => fc.bucketizedColumn(x, [0, 0])).toThrow(/sorted list.*'x'/);
     expect(() => fc.bucketizedColumn(x, [1, 0])).toThrow(/sorted list/);
+    // Distinct as doubles, equal as float32: TF accepts them (an empty bucket).
+    expect(ids(fc.bucketizedColumn(x, [0.1, 0.10000000001]).transform({ x: [0.2] }))).toEqual([2]);
     expect(() => fc.bucketizedColumn(x, [])).toThrow(/non-empty/);
     expect(() => fc.bucketizedColumn(fc.categoricalColumnWithIdentity('a', 2) as never, [0])).toThrow(/numericColumn/);
     expect(() => fc.bucketizedColumn(fc.numericColumn('m', { shape: [2, 2] }), [0])).toThrow(/one-dimensional/);
@@ -210,6 +223,14 @@ describe('crossedColumn', () => {
     expect(ids(fc.crossedColumn(['f1', 'f2', 'f3'], 100, 0xdecafcaffen + 1n).transform(f))).toEqual([31]);
   });
 
+  it("keeps dense raw features' '' and -1 and crosses sparse inputs before dense ones, as TF", () => {
+    const f = { s: ['', 'x'], t: ['p', 'q'] };
+    expect(splits(fc.crossedColumn(['s', 't'], 1000).transform(f))).toEqual([0, 1, 2]);
+    const vocab = fc.categoricalColumnWithVocabularyList('v', ['a', 'b']);
+    const g = { v: [['a'], ['b', 'a']], d: ['x', 'y'] };
+    expect(ids(fc.crossedColumn(['d', vocab], 1000).transform(g))).toEqual(ids(fc.crossedColumn([vocab, 'd'], 1000).transform(g)));
+  });
+
   it('gives no ids for a row where an input is empty, and uses integer ids raw', () => {
     const r = fc.crossedColumn(['x', 'y'], 1000).transform({ x: [[1n, 2n], [3n]], y: [['p'], []] });
     expect(splits(r)).toEqual([0, 2, 2]);
@@ -224,6 +245,8 @@ describe('crossedColumn', () => {
     expect(() => fc.crossedColumn([weighted, 'c'], 10)).toThrow(/weight/);
     expect(() => fc.crossedColumn(['c'], 10)).toThrow(/length > 1/);
     expect(() => fc.crossedColumn(['c', 'd1'], 0)).toThrow(/hashBucketSize/);
+    expect(() => fc.crossedColumn(['c', 'd1'], 10, 1.5)).toThrow(/hashKey must be a safe integer/);
+    expect(() => fc.crossedColumn(['c', 'd1'], 10, '7' as never)).toThrow(/hashKey/);
     expect(() => fc.crossedColumn(['x', 'y'], 10).transform({ x: ['a', 'b'], y: ['c'] })).toThrow(/c_X_d1|x_X_y.*rows/);
   });
 });
@@ -242,7 +265,8 @@ describe('weightedCategoricalColumn and indicatorColumn', () => {
     expect(Array.from(fc.indicatorColumn(abc()).transform({ ids: [['c', 'b', 'unknown']] }))).toEqual([0, 1, 1]);
     const identity = fc.indicatorColumn(fc.categoricalColumnWithIdentity('n', 4));
     expect(Array.from(identity.transform({ n: [[1, 1]] }))).toEqual([0, 2, 0, 0]);
-    expect(Array.from(identity.transform({ n: [[1, 2, 7, -3]] }))).toEqual([0, 1, 1, 0]);
+    const withDefault = fc.indicatorColumn(fc.categoricalColumnWithVocabularyList('n', [5, 6]));
+    expect(Array.from(withDefault.transform({ n: [[6, 9, 6]] }))).toEqual([0, 2]);
     expect(Array.from(fc.indicatorColumn(fc.categoricalColumnWithHashBucket('animal', 4)).transform({ animal: ['fox'] }))).toEqual([0, 0, 1, 0]);
   });
 

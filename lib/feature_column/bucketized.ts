@@ -41,7 +41,7 @@ export class BucketizedColumn implements CategoricalColumn, DenseColumn {
   idsWithWeights(features: Features, weights: WeightsBeside | undefined): Ragged {
     const values = this.sourceColumn.valuesOf(featureOf(features, this.sourceColumn.key, this.name));
     const dim = this.sourceColumn.dimension;
-    const ids = native.featureBucketize(this.name, values, dim, this.boundaries32);
+    const ids = native.featureBucketize(`feature column '${this.name}'`, values, dim, this.boundaries32);
     const rows = values.length / dim;
     const splits = new Int32Array(rows + 1);
     for (let r = 1; r <= rows; r++) splits[r] = r * dim;
@@ -55,7 +55,7 @@ export class BucketizedColumn implements CategoricalColumn, DenseColumn {
   async denseValues(features: Features): Promise<{ values: Float32Array; rows: number }> {
     const ids = this.transform(features);
     const rows = ids.nrows;
-    return { values: native.featureIndicator(this.name, ids.values as BigInt64Array, ids.rowSplits, undefined, this.numBuckets), rows };
+    return { values: native.featureIndicator(`feature column '${this.name}'`, ids.values as BigInt64Array, ids.rowSplits, undefined, this.numBuckets), rows };
   }
 }
 
@@ -70,8 +70,8 @@ export function bucketizedColumn(sourceColumn: NumericColumn, boundaries: readon
     if (typeof boundaries[i] !== 'number' || !Number.isFinite(boundaries[i])) {
       throw new TypeError(`${fn}: boundaries[${i}] must be a finite number (column '${sourceColumn.name}')`);
     }
-    // Compared as float32, as TF's Bucketize stores them.
-    if (i > 0 && !(Math.fround(boundaries[i - 1]) < Math.fround(boundaries[i]))) {
+    // Checked as given (doubles), as TF does; the kernel then compares in float32.
+    if (i > 0 && !(boundaries[i - 1] < boundaries[i])) {
       throw new RangeError(`${fn}: boundaries must be a sorted list (column '${sourceColumn.name}': ${boundaries[i - 1]} then ${boundaries[i]})`);
     }
   }

@@ -6,7 +6,7 @@ import { Ragged } from '../tensor/ragged';
 import { CategoricalColumn, checkPositiveInteger, isCategoricalColumn } from './column';
 import { Features, featureOf } from './feature_input';
 import { HashedCategoricalColumn } from './hash_bucket';
-import { idsOfFeature } from './raw_ids';
+import { presentIds, rawOf } from './raw_ids';
 import { WeightedCategoricalColumn } from './weighted';
 
 const defaultHashKey = 0xdecafcaffen;
@@ -38,17 +38,28 @@ export class CrossedColumn implements CategoricalColumn {
     return this.hashBucketSize;
   }
 
+  /**
+   * As TF: raw features go in as given (a dense one keeps '' and -1, which
+   * sparse_cross_hashed hashes like any value), and sparse inputs (categorical columns'
+   * ids, multi-valued features) are crossed before dense ones, as _sparse_cross_internal
+   * orders them.
+   */
   transform(features: Features): Ragged {
-    const inputs = this.leaves.map((leaf): [NativeFeatureValues, Int32Array | undefined, Int32Array] => {
+    type Input = [NativeFeatureValues, Int32Array | undefined, Int32Array];
+    const sparse: Input[] = [];
+    const dense: Input[] = [];
+    for (const leaf of this.leaves) {
       if (typeof leaf === 'string') {
-        const ids = idsOfFeature(featureOf(features, leaf, this.name), this.name, leaf);
-        return [ids.values, ids.offsets, ids.rowSplits];
+        const raw = rawOf(featureOf(features, leaf, this.name), this.name, leaf);
+        const ids = presentIds(raw, this.name, leaf, undefined, false);
+        (raw.dense ? dense : sparse).push([ids.values, ids.offsets, ids.rowSplits]);
+        continue;
       }
       const ids = leaf.transform(features);
       if (ids.weights !== undefined) throw new TypeError(`crossedColumn '${this.name}': crossing does not support weighted column '${leaf.name}'`);
-      return [ids.values, undefined, ids.rowSplits];
-    });
-    const out = native.featureCross(this.name, inputs, this.hashBucketSize, this.hashKey ?? defaultHashKey);
+      sparse.push([ids.values, undefined, ids.rowSplits]);
+    }
+    const out = native.featureCross(`feature column '${this.name}'`, [...sparse, ...dense], this.hashBucketSize, this.hashKey ?? defaultHashKey);
     return new Ragged(out.ids, out.rowSplits);
   }
 }
@@ -73,8 +84,10 @@ export function crossedColumn(keys: readonly CrossKey[], hashBucketSize: number,
   });
   let key: bigint | undefined;
   if (hashKey !== undefined && hashKey !== null) {
+    if (!(typeof hashKey === 'bigint' || (typeof hashKey === 'number' && Number.isSafeInteger(hashKey)))) {
+      throw new TypeError(`${fn}: hashKey must be a safe integer or a bigint, got ${typeof hashKey === 'string' ? JSON.stringify(hashKey) : String(hashKey)}`);
+    }
     key = BigInt(hashKey);
-    if (typeof hashKey === 'number' && !Number.isSafeInteger(hashKey)) throw new TypeError(`${fn}: hashKey must be an integer`);
     if (key < -(2n ** 63n) || key >= 2n ** 64n) throw new RangeError(`${fn}: hashKey must fit in 64 bits`);
     // The op takes an int64 attr and reinterprets it as uint64.
     key = BigInt.asUintN(64, key);

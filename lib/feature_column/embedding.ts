@@ -89,7 +89,7 @@ abstract class LookupColumn implements DenseColumn {
   lookupIds(features: Features): Ragged {
     const rank = this.options.embSegmentRank;
     if (rank === 0) return this.categoricalColumn.transform(features);
-    return this.categoricalColumn.transform(segmentFeatures(features, this.keys, rank, this.name).features);
+    return this.categoricalColumn.transform(segmentFeatures(features, this.keys, rank, this.name));
   }
 
   async denseValues(features: Features): Promise<{ values: Float32Array; rows: number }> {
@@ -98,9 +98,9 @@ abstract class LookupColumn implements DenseColumn {
     try {
       out = await embeddingLookupSparse(this.variable, ids, { combiner: this.combiner, maxNorm: this.maxNorm, name: this.name });
     } catch (error) {
-      const cause = error as Error;
-      const Kind = (cause.constructor as ErrorConstructor) ?? Error;
-      throw new Kind(`feature column '${this.name}': ${cause.message}`);
+      // Keep the error's type and stack; say which column's lookup failed.
+      if (error instanceof Error) error.message = `feature column '${this.name}': ${error.message}`;
+      throw error;
     }
     try {
       return { values: (await out.data()) as Float32Array, rows: ids.nrows };

@@ -83,11 +83,11 @@ function stringsFrom(column: StringColumn, rowSplits: Int32Array, dense: boolean
   return { kind: 'strings', values: column.bytes, offsets: column.offsets, valid: column.valid, rowSplits, dense };
 }
 
-/** The integer values of a plain array, or undefined if it holds strings. */
+/** A plain array's values: strings if any present value is one, else integers (also when none is present). */
 function plainArrayIds(values: ReadonlyArray<unknown>, column: string, key: string): RawIds {
   const n = values.length;
   const firstPresent = values.find((v) => v !== null && v !== undefined);
-  if (typeof firstPresent === 'string' || firstPresent === undefined) {
+  if (typeof firstPresent === 'string') {
     const strings = values.map((v, i) => {
       if (v !== null && v !== undefined && typeof v !== 'string') {
         throw new TypeError(`feature column '${column}': feature '${key}' mixes strings and ${typeof v}s (value ${i})`);
@@ -108,6 +108,8 @@ function plainArrayIds(values: ReadonlyArray<unknown>, column: string, key: stri
       ids[i] = v;
     } else if (typeof v === 'number' && Number.isSafeInteger(v)) {
       ids[i] = BigInt(v);
+    } else if (typeof v === 'number' && Number.isInteger(v)) {
+      throw new RangeError(`feature column '${column}': feature '${key}' value ${i} = ${v} is not a safe integer; pass ids beyond 2^53 as bigints`);
     } else {
       throw new TypeError(
         `feature column '${column}': feature '${key}' value ${i} is ${typeof v === 'number' ? v : `a ${typeof v}`}; categorical features take strings or integers`,

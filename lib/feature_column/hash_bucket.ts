@@ -4,7 +4,7 @@ import { native } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { CategoricalColumn, checkKey, checkPositiveInteger } from './column';
 import { Features, featureOf } from './feature_input';
-import { idsOfFeature, PresentIds, WeightsBeside } from './raw_ids';
+import { idsOfFeature, PresentIds, presentCount, WeightsBeside } from './raw_ids';
 
 export type CategoricalDType = 'string' | 'int32' | 'int64';
 
@@ -15,6 +15,8 @@ export function checkCategoricalDType(dtype: unknown, fn: string, key: string): 
 
 /** TF: "Column dtype and SparseTensors dtype must be compatible". */
 export function checkValuesMatch(ids: PresentIds, dtype: CategoricalDType, column: string, key: string): void {
+  // An empty or all-missing batch has no values to disagree.
+  if (presentCount(ids) === 0) return;
   const given = ids.kind === 'strings' ? 'strings' : 'integers';
   const wanted = dtype === 'string' ? 'strings' : 'integers';
   if (given !== wanted) throw new TypeError(`feature column '${column}': feature '${key}' holds ${given} but the column's dtype is ${dtype}`);
@@ -46,7 +48,7 @@ export class HashedCategoricalColumn implements CategoricalColumn {
   idsWithWeights(features: Features, weights: WeightsBeside | undefined): Ragged {
     const ids = idsOfFeature(featureOf(features, this.key, this.name), this.name, this.key, weights);
     checkValuesMatch(ids, this.dtype, this.name, this.key);
-    const buckets = native.stringsFingerprint(ids.values as Uint8Array, ids.offsets, this.hashBucketSize) as BigInt64Array;
+    const buckets = native.stringsFingerprint(ids.values, ids.offsets, this.hashBucketSize) as BigInt64Array;
     return new Ragged(buckets, ids.rowSplits, ids.weights);
   }
 }

@@ -3,7 +3,7 @@ import { native } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { CategoricalColumn, checkKey, checkPositiveInteger } from './column';
 import { Features, featureOf } from './feature_input';
-import { idsOfFeature, WeightsBeside } from './raw_ids';
+import { idsOfFeature, presentCount, WeightsBeside } from './raw_ids';
 
 export class IdentityCategoricalColumn implements CategoricalColumn {
   readonly keys: readonly string[];
@@ -20,9 +20,8 @@ export class IdentityCategoricalColumn implements CategoricalColumn {
   }
 
   /**
-   * Without a defaultValue the ids pass as they are: negative ones are pruned by the
-   * embedding lookup and ones >= numBuckets are an error there. With one, ids outside
-   * [0, numBuckets) become it.
+   * With a defaultValue, ids outside [0, numBuckets) become it; without one they are an
+   * error naming the column, as TF 1.15 asserts. Dense inputs drop -1 (missing) first.
    */
   transform(features: Features): Ragged {
     return this.idsWithWeights(features, undefined);
@@ -31,8 +30,9 @@ export class IdentityCategoricalColumn implements CategoricalColumn {
   /** @internal */
   idsWithWeights(features: Features, weights: WeightsBeside | undefined): Ragged {
     const raw = idsOfFeature(featureOf(features, this.key, this.name), this.name, this.key, weights);
-    if (raw.kind !== 'ints') throw new TypeError(`feature column '${this.name}': feature '${this.key}' holds strings; an identity column takes integers`);
-    const ids = native.featureIdentity(this.name, raw.values as Int32Array | BigInt64Array, this.numBuckets, this.defaultValue);
+    if (raw.kind !== 'ints' && presentCount(raw) > 0) throw new TypeError(`feature column '${this.name}': feature '${this.key}' holds strings; an identity column takes integers`);
+    const values = raw.kind === 'ints' ? (raw.values as Int32Array | BigInt64Array) : new BigInt64Array(0);
+    const ids = native.featureIdentity(`feature column '${this.name}'`, values, this.numBuckets, this.defaultValue);
     return new Ragged(ids, raw.rowSplits, raw.weights);
   }
 }

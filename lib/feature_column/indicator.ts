@@ -22,7 +22,7 @@ export class IndicatorColumn implements DenseColumn {
   /** The [rows, numBuckets] multi-hot values. */
   transform(features: Features): Float32Array {
     const ids = this.categoricalColumn.transform(features);
-    return native.featureIndicator(this.name, ids.values as BigInt64Array, ids.rowSplits, ids.weights, this.dimension);
+    return native.featureIndicator(`feature column '${this.name}'`, ids.values as BigInt64Array, ids.rowSplits, ids.weights, this.dimension);
   }
 
   async denseValues(features: Features): Promise<{ values: Float32Array; rows: number }> {

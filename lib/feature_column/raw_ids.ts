@@ -22,6 +22,11 @@ export interface WeightsBeside {
   rowSplits?: Int32Array;
 }
 
+/** How many values there are (strings or integers). */
+export function presentCount(ids: { kind: 'strings' | 'ints'; values: ArrayLike<unknown>; offsets?: Int32Array }): number {
+  return ids.kind === 'strings' ? (ids.offsets as Int32Array).length - 1 : ids.values.length;
+}
+
 function valueCount(raw: RawIds): number {
   return raw.kind === 'strings' ? (raw.offsets as Int32Array).length - 1 : raw.values.length;
 }
@@ -32,9 +37,19 @@ function sameSplits(a: Int32Array, b: Int32Array): boolean {
   return true;
 }
 
-/** The present values of one categorical feature (and the weights beside them). */
-export function idsOfFeature(input: FeatureInput | DenseBlock, column: string, key: string, beside?: WeightsBeside): PresentIds {
-  const raw = input instanceof DenseBlock ? denseBlockIds(input, column, key) : rawIdsOf(input, column, key);
+/**
+ * The present values of one categorical feature (and the weights beside them).
+ * `dropIgnoreValues` false keeps '' and -1 of dense inputs (crossed columns' raw keys).
+ */
+export function idsOfFeature(input: FeatureInput | DenseBlock, column: string, key: string, beside?: WeightsBeside, dropIgnoreValues = true): PresentIds {
+  return presentIds(rawOf(input, column, key), column, key, beside, dropIgnoreValues);
+}
+
+export function rawOf(input: FeatureInput | DenseBlock, column: string, key: string): RawIds {
+  return input instanceof DenseBlock ? denseBlockIds(input, column, key) : rawIdsOf(input, column, key);
+}
+
+export function presentIds(raw: RawIds, column: string, key: string, beside?: WeightsBeside, dropIgnoreValues = true): PresentIds {
   const count = valueCount(raw);
   if (beside !== undefined) {
     if (beside.weights.length !== count) {
@@ -45,8 +60,9 @@ export function idsOfFeature(input: FeatureInput | DenseBlock, column: string, k
     }
   }
   const weights = beside?.weights;
-  if (raw.valid === undefined && !raw.dense) return { kind: raw.kind, values: raw.values, offsets: raw.offsets, rowSplits: raw.rowSplits, weights };
-  const kept = native.featureDropMissing(column, raw.values, raw.offsets, raw.valid, raw.rowSplits, weights, raw.dense);
+  const dropIgnored = raw.dense && dropIgnoreValues;
+  if (raw.valid === undefined && !dropIgnored) return { kind: raw.kind, values: raw.values, offsets: raw.offsets, rowSplits: raw.rowSplits, weights };
+  const kept = native.featureDropMissing(`feature column '${column}'`, raw.values, raw.offsets, raw.valid, raw.rowSplits, weights, dropIgnored);
   if (kept === null) return { kind: raw.kind, values: raw.values, offsets: raw.offsets, rowSplits: raw.rowSplits, weights };
   return { kind: raw.kind, values: kept.values, offsets: kept.offsets, rowSplits: kept.rowSplits, weights: kept.weights };
 }

@@ -19,7 +19,9 @@ function extents(rows: unknown[], levels: number): number[] {
   const out: number[] = [rows.length];
   let level: unknown[] = rows;
   for (let l = 1; l <= levels; l++) {
-    out.push(Math.max(0, ...level.map((v) => (v as unknown[]).length)));
+    let extent = 0;
+    for (const v of level) extent = Math.max(extent, (v as unknown[]).length);
+    out.push(extent);
     level = (level as unknown[][]).flat();
   }
   return out;
@@ -39,7 +41,7 @@ function flattenToBags(rows: unknown[], shape: number[], rank: number): unknown[
 }
 
 /** The features with each of `keys` regrouped into bags of the segment rank. */
-export function segmentFeatures(features: Features, keys: readonly string[], rank: number, column: string): { features: Features; rows: number } {
+export function segmentFeatures(features: Features, keys: readonly string[], rank: number, column: string): Features {
   const out: Record<string, FeatureInput> = { ...features };
   let rows = -1;
   for (const key of keys) {
@@ -57,5 +59,5 @@ export function segmentFeatures(features: Features, keys: readonly string[], ran
     rows = bags.length;
     out[key] = bags as FeatureInput;
   }
-  return { features: out, rows };
+  return out;
 }

@@ -8,7 +8,7 @@ import { StringColumn } from '../tensor/string_column';
 import { CategoricalColumn, checkKey } from './column';
 import { Features, featureOf } from './feature_input';
 import { CategoricalDType, checkCategoricalDType, checkValuesMatch } from './hash_bucket';
-import { idsOfFeature, WeightsBeside } from './raw_ids';
+import { idsOfFeature, presentCount, WeightsBeside } from './raw_ids';
 
 export interface VocabularyListOptions {
   /** Default: 'string' for string vocabularies, 'int64' for integer ones. */
@@ -55,7 +55,8 @@ export class VocabularyCategoricalColumn implements CategoricalColumn {
   idsWithWeights(features: Features, weights: WeightsBeside | undefined): Ragged {
     const ids = idsOfFeature(featureOf(features, this.key, this.name), this.name, this.key, weights);
     checkValuesMatch(ids, this.dtype, this.name, this.key);
-    return new Ragged(this.table.lookup(ids.values, ids.offsets), ids.rowSplits, ids.weights);
+    const looked = presentCount(ids) === 0 ? new BigInt64Array(0) : this.table.lookup(ids.values, ids.offsets);
+    return new Ragged(looked, ids.rowSplits, ids.weights);
   }
 }
 
@@ -80,9 +81,12 @@ function vocabularyValues(list: ReadonlyArray<string | number | bigint>, dtype: 
   }
   const ints = new BigInt64Array(list.length);
   list.forEach((v, i) => {
-    if (typeof v === 'bigint' && v >= -(2n ** 63n) && v < 2n ** 63n) ints[i] = v;
-    else if (typeof v === 'number' && Number.isSafeInteger(v)) ints[i] = BigInt(v);
-    else throw new TypeError(`${fn}: column '${key}' has dtype '${dtype}' but vocabulary[${i}] = ${typeof v === 'string' ? JSON.stringify(v) : String(v)} is not an int64`);
+    const bits = dtype === 'int32' ? 31n : 63n;
+    const value = typeof v === 'bigint' ? v : typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : undefined;
+    if (value === undefined || value < -(2n ** bits) || value >= 2n ** bits) {
+      throw new TypeError(`${fn}: column '${key}' has dtype '${dtype}' but vocabulary[${i}] = ${typeof v === 'string' ? JSON.stringify(v) : String(v)} is not an ${dtype}`);
+    }
+    ints[i] = value;
   });
   return { values: ints };
 }
@@ -108,7 +112,7 @@ export function categoricalColumnWithVocabularyList(
   return buildColumn(fn, key, vocabularyList, dtype, options);
 }
 
-/** One entry per line, as TF's TextFileIndex.WHOLE_LINE (no trimming; no final empty line). */
+/** One entry per line, as TF's TextFileIndex.WHOLE_LINE (no other trimming; no final empty line). */
 export function categoricalColumnWithVocabularyFile(key: string, path: string, options: VocabularyFileOptions = {}): VocabularyCategoricalColumn {
   const fn = 'categoricalColumnWithVocabularyFile';
   checkKey(key, fn);
@@ -119,7 +123,8 @@ export function categoricalColumnWithVocabularyFile(key: string, path: string, o
   } catch (error) {
     throw new Error(`${fn}: cannot read the vocabulary file '${path}' of column '${key}': ${(error as Error).message}`);
   }
-  const lines = text.split('\n');
+  // TF's line reader drops a trailing '\r' as well as the '\n'.
+  const lines = text.split(/\r?\n/);
   if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
   const size = options.vocabularySize ?? lines.length;
   if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`${fn}: invalid vocabularySize ${String(size)} in column '${key}'`);

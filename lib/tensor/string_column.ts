@@ -82,6 +82,9 @@ export class StringColumn {
       } else {
         throw new TypeError(`StringColumn.fromStrings: value ${i} is a ${typeof v}, not a string`);
       }
+      if (offsets[i] + encoded[i].length > 0x7fffffff) {
+        throw new RangeError('StringColumn.fromStrings: more than 2 GiB of UTF-8 in one column; split the batch');
+      }
       offsets[i + 1] = offsets[i] + encoded[i].length;
     }
     const bytes = new Uint8Array(offsets[n]);
@@ -99,6 +102,7 @@ export class StringColumn {
       size += c.bytes.length;
       anyMissing ||= c.valid !== undefined;
     }
+    if (size > 0x7fffffff) throw new RangeError('StringColumn.concat: more than 2 GiB of UTF-8 in one column; use smaller batches');
     const bytes = new Uint8Array(size);
     const offsets = new Int32Array(rows + 1);
     const valid = anyMissing ? new Uint8Array(rows).fill(1) : undefined;

@@ -1,6 +1,8 @@
 // Feature-column transforms over whole columns (hb.featureColumn). Synchronous, as a
-// column's transform() is: the input arrays are only read during the call, so they
-// are viewed in place. Every check names the column (`what`) before a kernel runs.
+// column's transform() is: the input arrays are viewed in place for the call, once all
+// JS values are fetched (see viewOf). Every check names the column (`what`) before a
+// kernel runs.
+#include <array>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -17,16 +19,23 @@ namespace binding {
 
 namespace {
 
-// Typed arrays of one kind, viewed for the duration of a synchronous call.
+// Typed arrays of one kind, viewed for the duration of a synchronous call. Every JS
+// value an op reads is fetched before the first view is taken: a getter or Proxy run
+// by a later Get() could otherwise detach a buffer already being read. The pointer
+// comes from napi_get_typedarray_info, so SharedArrayBuffer-backed arrays work too; a
+// detached array reads as empty.
 template <typename T>
 const T* viewOf(const Napi::Value& value, napi_typedarray_type type, const std::string& what, const char* argument,
                 const char* expected, int64_t* length) {
-  HB_CHECK(value.IsTypedArray() && value.As<Napi::TypedArray>().TypedArrayType() == type, what, ": ", argument,
-           " must be a ", expected);
-  Napi::TypedArray array = value.As<Napi::TypedArray>();
-  HB_CHECK(!array.ArrayBuffer().IsDetached(), what, ": ", argument, "'s ArrayBuffer was transferred or detached");
-  *length = int64_t(array.ElementLength());
-  return reinterpret_cast<const T*>(static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset());
+  HB_CHECK(value.IsTypedArray(), what, ": ", argument, " must be a ", expected);
+  napi_typedarray_type actual;
+  size_t elements = 0;
+  void* data = nullptr;
+  HB_CHECK(napi_get_typedarray_info(value.Env(), value, &actual, &elements, &data, nullptr, nullptr) == napi_ok &&
+               actual == type,
+           what, ": ", argument, " must be a ", expected);
+  *length = int64_t(elements);
+  return static_cast<const T*>(data);
 }
 
 int64_t integerArgument(const Napi::Value& value, const std::string& what, const char* argument, double min) {
@@ -145,6 +154,14 @@ Napi::Value featureIdentity(const Napi::CallbackInfo& info) {
   const int64_t defaultValue = hasDefault ? integerArgument(info[3], what, "defaultValue", 0) : 0;
   HB_CHECK(!hasDefault || defaultValue < numBuckets, what, ": defaultValue ", defaultValue,
            " must be in [0, numBuckets = ", numBuckets, ")");
+  if (!hasDefault) {
+    // TF 1.15 asserts 0 <= id < num_buckets when there is no default_value.
+    for (int64_t i = 0; i < values.count; ++i) {
+      const int64_t id = values.intAt(i);
+      HB_CHECK(id >= 0 && id < numBuckets, what, ": id ", id, " (value ", i, ") is outside [0, ", numBuckets,
+               "); give the column a defaultValue to map such ids to it");
+    }
+  }
   Napi::BigInt64Array out = int64Result(info.Env(), values.count);
   identityIds(values, hasDefault, numBuckets, defaultValue, out.Data());
   return out;
@@ -161,8 +178,8 @@ Napi::Value featureBucketize(const Napi::CallbackInfo& info) {
   HB_CHECK(count % sourceDim == 0, what, ": ", count, " values do not make rows of ", sourceDim);
   HB_CHECK(boundaryCount >= 1, what, ": boundaries must not be empty");
   for (int64_t i = 0; i < boundaryCount; ++i) {
-    HB_CHECK(std::isfinite(boundaries[i]) && (i == 0 || boundaries[i] > boundaries[i - 1]), what,
-             ": boundaries must be finite and strictly increasing as float32 (at ", i, ")");
+    HB_CHECK(std::isfinite(boundaries[i]) && (i == 0 || boundaries[i] >= boundaries[i - 1]), what,
+             ": boundaries must be finite and sorted (at ", i, ")");
   }
   for (int64_t i = 0; i < count; ++i) {
     HB_CHECK(!std::isnan(values[i]), what, ": value ", i % sourceDim, " of row ", i / sourceDim, " is NaN");
@@ -180,24 +197,29 @@ Napi::Value featureCross(const Napi::CallbackInfo& info) {
   HB_CHECK(info[1].IsArray(), what, ": inputs must be an array");
   Napi::Array list = info[1].As<Napi::Array>();
   HB_CHECK(list.Length() >= 1, what, ": nothing to cross");
-  std::vector<CrossInput> inputs(list.Length());
-  int64_t rows = -1;
+  // Fetch every value before viewing any (see viewOf).
+  std::vector<std::array<Napi::Value, 3>> triples(list.Length());
   for (uint32_t k = 0; k < list.Length(); ++k) {
     Napi::Value item = list.Get(k);
     HB_CHECK(item.IsArray() && item.As<Napi::Array>().Length() == 3, what, ": inputs[", k, "] must be [values, offsets, rowSplits]");
     Napi::Array triple = item.As<Napi::Array>();
-    const std::string name = what + " input " + std::to_string(k);
-    inputs[k].values = valuesArgument(triple.Get(0u), triple.Get(1u), name, "values");
-    int64_t inputRows = 0;
-    inputs[k].rowSplits = rowSplitsArgument(triple.Get(2u), inputs[k].values.count, name, &inputRows);
-    HB_CHECK(rows < 0 || inputRows == rows, what, ": input ", k, " has ", inputRows, " rows but input 0 has ", rows);
-    rows = inputRows;
+    for (uint32_t j = 0; j < 3; ++j) triples[k][j] = triple.Get(j);
   }
   const int64_t numBuckets = integerArgument(info[2], what, "numBuckets", 0);
   bool lossless = true;
   HB_CHECK(info[3].IsBigInt(), what, ": hashKey must be a bigint");
   const uint64_t hashKey = info[3].As<Napi::BigInt>().Uint64Value(&lossless);
   HB_CHECK(lossless, what, ": hashKey must fit in 64 bits");
+  std::vector<CrossInput> inputs(list.Length());
+  int64_t rows = -1;
+  for (size_t k = 0; k < triples.size(); ++k) {
+    const std::string name = what + " input " + std::to_string(k);
+    inputs[k].values = valuesArgument(triples[k][0], triples[k][1], name, "values");
+    int64_t inputRows = 0;
+    inputs[k].rowSplits = rowSplitsArgument(triples[k][2], inputs[k].values.count, name, &inputRows);
+    HB_CHECK(rows < 0 || inputRows == rows, what, ": input ", k, " has ", inputRows, " rows but input 0 has ", rows);
+    rows = inputRows;
+  }
 
   Napi::Int32Array splits = int32Result(env, rows + 1);
   const int64_t total = crossRowSplits(inputs.data(), int64_t(inputs.size()), rows, splits.Data());
@@ -240,15 +262,22 @@ Napi::Value featureConcatRows(const Napi::CallbackInfo& info) {
   Napi::Array widthList = info[1].As<Napi::Array>();
   HB_CHECK(partList.Length() == widthList.Length(), what, ": ", partList.Length(), " parts but ", widthList.Length(), " widths");
   const int64_t rows = integerArgument(info[2], what, "rows", 0);
-  std::vector<const float*> parts(partList.Length());
+  // Fetch every value before viewing any (see viewOf); bound the sizes before multiplying.
+  std::vector<Napi::Value> partValues(partList.Length());
   std::vector<int64_t> widths(partList.Length());
   int64_t width = 0;
   for (uint32_t p = 0; p < partList.Length(); ++p) {
+    partValues[p] = partList.Get(p);
     widths[p] = integerArgument(widthList.Get(p), what, "width", 0);
-    int64_t length = 0;
-    parts[p] = viewOf<float>(partList.Get(p), napi_float32_array, what, "part", "Float32Array", &length);
-    HB_CHECK(length == rows * widths[p], what, ": part ", p, " has ", length, " values, expected ", rows, " x ", widths[p]);
     width += widths[p];
+    HB_CHECK(width <= 0x7fffffff && (rows == 0 || width <= 0x7fffffff / rows), what, ": the output of ", rows,
+             " rows and width ", width, " is too large (more than 2^31 values)");
+  }
+  std::vector<const float*> parts(partValues.size());
+  for (size_t p = 0; p < parts.size(); ++p) {
+    int64_t length = 0;
+    parts[p] = viewOf<float>(partValues[p], napi_float32_array, what, "part", "Float32Array", &length);
+    HB_CHECK(length == rows * widths[p], what, ": part ", p, " has ", length, " values, expected ", rows, " x ", widths[p]);
   }
   Napi::Float32Array out = Napi::Float32Array::New(info.Env(), size_t(rows * width));
   concatRows(parts.data(), widths.data(), int64_t(parts.size()), rows, out.Data());

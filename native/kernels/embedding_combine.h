@@ -27,11 +27,16 @@ HB_HOST_DEVICE bool keepLookupEntry(Id id, float weight, bool hasWeights, Combin
   return true;
 }
 
-// max(||row||_2, maxNorm), the divisor of clip_by_norm. The squares are summed in
-// index order on both backends.
-HB_HOST_DEVICE float clipByNormDivisor(const float* row, int64_t dim, float maxNorm) {
+// ||row||^2, summed in index order on both backends and in forward and backward.
+HB_HOST_DEVICE float rowSquares(const float* row, int64_t dim) {
   float squares = 0.0f;
   for (int64_t k = 0; k < dim; ++k) squares = addRn(squares, mulRn(row[k], row[k]));
+  return squares;
+}
+
+// max(||row||_2, maxNorm), the divisor of clip_by_norm.
+HB_HOST_DEVICE float clipByNormDivisor(const float* row, int64_t dim, float maxNorm) {
+  const float squares = rowSquares(row, dim);
   const float norm = squares > 0.0f ? sqrtf(squares) : squares;
   return norm > maxNorm ? norm : maxNorm;
 }
@@ -45,13 +50,10 @@ HB_HOST_DEVICE float clipByNorm(float value, float maxNorm, float divisor) {
 // when they are equal), so its gradient is (c / n) * (g - row * (row . g) / n^2); a
 // shorter row passed through unchanged.
 HB_HOST_DEVICE void clipByNormGradient(const float* row, int64_t dim, float maxNorm, float* grad) {
-  float squares = 0.0f;
-  float dot = 0.0f;
-  for (int64_t k = 0; k < dim; ++k) {
-    squares = addRn(squares, mulRn(row[k], row[k]));
-    dot = addRn(dot, mulRn(row[k], grad[k]));
-  }
+  const float squares = rowSquares(row, dim);
   if (!(squares > 0.0f)) return;
+  float dot = 0.0f;
+  for (int64_t k = 0; k < dim; ++k) dot = addRn(dot, mulRn(row[k], grad[k]));
   const float norm = sqrtf(squares);
   if (norm < maxNorm) return;
   const float scale = divRn(maxNorm, norm);
