@@ -19,3 +19,4 @@ export { StringColumn } from './tensor/string_column';
 export * as featureColumn from './feature_column';
 export { scope } from './feature_column/embedding_options';
 export type { EmbeddingOptions } from './feature_column/embedding_options';
+export * as data from './data';

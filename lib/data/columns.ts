@@ -1,0 +1,308 @@
+// The column kinds a batch holds, and the row-wise cuts the pipeline makes on them.
+// Every operation here copies whole typed arrays (set / subarray), so batching and
+// rebatching cost a memcpy per column, not a JS step per value.
+import { StringColumn } from '../tensor/string_column';
+import { Ragged } from '../tensor/ragged';
+
+export type NumericColumn = Float32Array | Float64Array | Int32Array | BigInt64Array;
+
+/**
+ * A list column whose values hb.Ragged cannot hold (Ragged holds integer ids): lists of
+ * float32 / float64 numbers or of strings. Row i is values[rowSplits[i] .. rowSplits[i + 1]).
+ */
+export class ListColumn {
+  readonly values: Float32Array | Float64Array | StringColumn;
+  readonly rowSplits: Int32Array;
+
+  constructor(values: Float32Array | Float64Array | StringColumn, rowSplits: Int32Array) {
+    const n = values instanceof StringColumn ? values.length : values.length;
+    if (rowSplits.length < 1 || rowSplits[0] !== 0 || rowSplits[rowSplits.length - 1] !== n) {
+      throw new RangeError(`ListColumn: rowSplits must start at 0 and end at the number of values (${n})`);
+    }
+    this.values = values;
+    this.rowSplits = rowSplits;
+  }
+
+  get nrows(): number {
+    return this.rowSplits.length - 1;
+  }
+
+  /** One array per row. */
+  toArray(): Array<Array<number | string | null>> {
+    const rows: Array<Array<number | string | null>> = [];
+    const values = this.values;
+    for (let i = 0; i < this.nrows; i++) {
+      const row: Array<number | string | null> = [];
+      for (let k = this.rowSplits[i]; k < this.rowSplits[i + 1]; k++) row.push(values instanceof StringColumn ? values.get(k) : values[k]);
+      rows.push(row);
+    }
+    return rows;
+  }
+}
+
+export type Column = NumericColumn | StringColumn | Ragged | ListColumn;
+export type Features = Record<string, Column>;
+
+/** One element of a dataset: feature columns by name and the label column(s), all with the same number of rows. */
+export interface Batch {
+  features: Features;
+  /** The labelField column, or one column per name when labelField is a list; absent without labelField. */
+  labels?: Column | Features;
+}
+
+export function columnLength(column: Column): number {
+  if (column instanceof Ragged || column instanceof ListColumn) return column.nrows;
+  return column.length;
+}
+
+function rebasedSplits(splits: Int32Array, start: number, end: number): Int32Array {
+  const out = new Int32Array(end - start + 1);
+  const base = splits[start];
+  for (let i = 0; i <= end - start; i++) out[i] = splits[start + i] - base;
+  return out;
+}
+
+/** Rows [start, end) of a string column; the bytes stay a view of the column's buffer. */
+function sliceStrings(column: StringColumn, start: number, end: number): StringColumn {
+  const source = column.offsets;
+  const base = source[start];
+  const offsets = start === 0 ? source.subarray(0, end + 1) : new Int32Array(end - start + 1);
+  if (start !== 0) for (let i = 0, n = end - start; i <= n; i++) offsets[i] = source[start + i] - base;
+  return new StringColumn(column.bytes.subarray(base, source[end]), offsets, column.valid?.subarray(start, end));
+}
+
+/** StringColumn.concat's result, with the per-row work in local typed-array loops. */
+function concatStrings(parts: StringColumn[]): StringColumn {
+  let rows = 0;
+  let size = 0;
+  let anyMissing = false;
+  for (const p of parts) {
+    rows += p.offsets.length - 1;
+    size += p.offsets[p.offsets.length - 1] - p.offsets[0];
+    anyMissing ||= p.valid !== undefined;
+  }
+  const bytes = new Uint8Array(size);
+  const offsets = new Int32Array(rows + 1);
+  const valid = anyMissing ? new Uint8Array(rows).fill(1) : undefined;
+  let row = 0;
+  let at = 0;
+  for (const p of parts) {
+    const source = p.offsets;
+    const n = source.length - 1;
+    const first = source[0];
+    bytes.set(p.bytes.subarray(first, source[n]), at);
+    const shift = at - first;
+    for (let i = 1; i <= n; i++) offsets[row + i] = source[i] + shift;
+    if (valid !== undefined && p.valid !== undefined) valid.set(p.valid, row);
+    row += n;
+    at += source[n] - first;
+  }
+  return new StringColumn(bytes, offsets, valid);
+}
+
+function sliceValues<T extends NumericColumn | StringColumn>(values: T, start: number, end: number): T {
+  return (values instanceof StringColumn ? sliceStrings(values, start, end) : values.subarray(start, end)) as T;
+}
+
+/** Rows [start, end). Numeric columns are views (no copy). */
+export function sliceColumn(column: Column, start: number, end: number): Column {
+  if (column instanceof Ragged) {
+    const s = column.rowSplits[start];
+    const e = column.rowSplits[end];
+    return new Ragged(column.values.subarray(s, e), rebasedSplits(column.rowSplits, start, end), column.weights?.subarray(s, e));
+  }
+  if (column instanceof ListColumn) {
+    const s = column.rowSplits[start];
+    const e = column.rowSplits[end];
+    return new ListColumn(sliceValues(column.values, s, e), rebasedSplits(column.rowSplits, start, end));
+  }
+  return sliceValues(column, start, end);
+}
+
+type NumericConstructor = Float32ArrayConstructor | Float64ArrayConstructor | Int32ArrayConstructor | BigInt64ArrayConstructor;
+
+function numericConstructor(values: NumericColumn): NumericConstructor {
+  if (values instanceof Float32Array) return Float32Array;
+  if (values instanceof Float64Array) return Float64Array;
+  if (values instanceof Int32Array) return Int32Array;
+  return BigInt64Array;
+}
+
+function concatNumeric(parts: NumericColumn[], name: string): NumericColumn {
+  const ctor = numericConstructor(parts[0]);
+  let n = 0;
+  for (const p of parts) {
+    if (numericConstructor(p) !== ctor) throw new TypeError(`column '${name}' changes type between blocks (${ctor.name} and ${p.constructor.name})`);
+    n += p.length;
+  }
+  const out = new ctor(n);
+  let at = 0;
+  for (const p of parts) {
+    (out as Float64Array).set(p as Float64Array, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function concatSplits(splitsList: Int32Array[]): Int32Array {
+  let rows = 0;
+  for (const s of splitsList) rows += s.length - 1;
+  const out = new Int32Array(rows + 1);
+  let row = 0;
+  let base = 0;
+  for (const s of splitsList) {
+    for (let i = 1; i < s.length; i++) out[row + i] = base + s[i];
+    row += s.length - 1;
+    base += s[s.length - 1];
+  }
+  return out;
+}
+
+function concatValues(parts: Array<NumericColumn | StringColumn>, name: string): NumericColumn | StringColumn {
+  if (parts[0] instanceof StringColumn) {
+    if (!parts.every((p) => p instanceof StringColumn)) throw new TypeError(`column '${name}' changes type between blocks`);
+    return concatStrings(parts as StringColumn[]);
+  }
+  if (parts.some((p) => p instanceof StringColumn)) throw new TypeError(`column '${name}' changes type between blocks`);
+  return concatNumeric(parts as NumericColumn[], name);
+}
+
+/** The rows of several blocks of one column, one after the other. */
+export function concatColumns(parts: Column[], name: string): Column {
+  if (parts.length === 1) return parts[0];
+  const first = parts[0];
+  if (first instanceof Ragged) {
+    if (!parts.every((p) => p instanceof Ragged)) throw new TypeError(`column '${name}' changes type between blocks`);
+    const ragged = parts as Ragged[];
+    const values = concatNumeric(ragged.map((r) => r.values), name) as BigInt64Array | Int32Array;
+    const weighted = ragged.every((r) => r.weights !== undefined);
+    const weights = weighted ? (concatNumeric(ragged.map((r) => r.weights!), name) as Float32Array) : undefined;
+    return new Ragged(values, concatSplits(ragged.map((r) => r.rowSplits)), weights);
+  }
+  if (first instanceof ListColumn) {
+    if (!parts.every((p) => p instanceof ListColumn)) throw new TypeError(`column '${name}' changes type between blocks`);
+    const lists = parts as ListColumn[];
+    const values = concatValues(lists.map((l) => l.values), name) as Float32Array | Float64Array | StringColumn;
+    return new ListColumn(values, concatSplits(lists.map((l) => l.rowSplits)));
+  }
+  if (parts.some((p) => p instanceof Ragged || p instanceof ListColumn)) throw new TypeError(`column '${name}' changes type between blocks`);
+  return concatValues(parts as Array<NumericColumn | StringColumn>, name);
+}
+
+function gatherNumeric(sources: NumericColumn[], which: Int32Array, rows: Int32Array): NumericColumn {
+  const out = new (numericConstructor(sources[0]))(rows.length);
+  for (let i = 0; i < rows.length; i++) (out as Float64Array)[i] = (sources[which[i]] as Float64Array)[rows[i]];
+  return out;
+}
+
+function gatherStrings(sources: StringColumn[], which: Int32Array, rows: Int32Array): StringColumn {
+  const n = rows.length;
+  const offsets = new Int32Array(n + 1);
+  let anyMissing = false;
+  for (let i = 0; i < n; i++) {
+    const src = sources[which[i]];
+    offsets[i + 1] = offsets[i] + src.offsets[rows[i] + 1] - src.offsets[rows[i]];
+    anyMissing ||= src.valid !== undefined;
+  }
+  const bytes = new Uint8Array(offsets[n]);
+  const valid = anyMissing ? new Uint8Array(n).fill(1) : undefined;
+  for (let i = 0; i < n; i++) {
+    const src = sources[which[i]];
+    const r = rows[i];
+    bytes.set(src.bytes.subarray(src.offsets[r], src.offsets[r + 1]), offsets[i]);
+    if (valid !== undefined && src.valid !== undefined) valid[i] = src.valid[r];
+  }
+  return new StringColumn(bytes, offsets, valid);
+}
+
+/** Which value ranges of each source the gathered rows take, as a gather of values. */
+function gatherLists(splitsOf: Int32Array[], which: Int32Array, rows: Int32Array): { splits: Int32Array; valueWhich: Int32Array; valueRows: Int32Array } {
+  const n = rows.length;
+  const splits = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) {
+    const s = splitsOf[which[i]];
+    splits[i + 1] = splits[i] + s[rows[i] + 1] - s[rows[i]];
+  }
+  const valueWhich = new Int32Array(splits[n]);
+  const valueRows = new Int32Array(splits[n]);
+  for (let i = 0; i < n; i++) {
+    const s = splitsOf[which[i]];
+    for (let k = s[rows[i]], at = splits[i]; k < s[rows[i] + 1]; k++, at++) {
+      valueWhich[at] = which[i];
+      valueRows[at] = k;
+    }
+  }
+  return { splits, valueWhich, valueRows };
+}
+
+function gatherValues(sources: Array<NumericColumn | StringColumn>, which: Int32Array, rows: Int32Array): NumericColumn | StringColumn {
+  return sources[0] instanceof StringColumn ? gatherStrings(sources as StringColumn[], which, rows) : gatherNumeric(sources as NumericColumn[], which, rows);
+}
+
+/**
+ * Row i of the result is row rows[i] of sources[which[i]] (the shuffle's gather; the
+ * sources are blocks of one column).
+ */
+export function gatherColumn(sources: Column[], which: Int32Array, rows: Int32Array): Column {
+  const first = sources[0];
+  if (first instanceof Ragged) {
+    const ragged = sources as Ragged[];
+    const g = gatherLists(ragged.map((r) => r.rowSplits), which, rows);
+    const values = gatherNumeric(ragged.map((r) => r.values), g.valueWhich, g.valueRows) as BigInt64Array | Int32Array;
+    const weights = ragged.every((r) => r.weights !== undefined) ? (gatherNumeric(ragged.map((r) => r.weights!), g.valueWhich, g.valueRows) as Float32Array) : undefined;
+    return new Ragged(values, g.splits, weights);
+  }
+  if (first instanceof ListColumn) {
+    const lists = sources as ListColumn[];
+    const g = gatherLists(lists.map((l) => l.rowSplits), which, rows);
+    return new ListColumn(gatherValues(lists.map((l) => l.values), g.valueWhich, g.valueRows) as Float32Array | Float64Array | StringColumn, g.splits);
+  }
+  return gatherValues(sources as Array<NumericColumn | StringColumn>, which, rows);
+}
+
+// A batch as a flat list of named columns, so the pipeline's operations treat features
+// and labels alike and rebuild the same shape afterwards.
+export interface FlatBatch {
+  names: string[];
+  columns: Column[];
+  /** How many of the leading names are labels, and whether labels was a single column. */
+  labelCount: number;
+  singleLabel: boolean;
+}
+
+export function flatten(batch: Batch): FlatBatch {
+  const names: string[] = [];
+  const columns: Column[] = [];
+  let singleLabel = false;
+  if (batch.labels !== undefined) {
+    if (isColumn(batch.labels)) {
+      names.push('');
+      columns.push(batch.labels);
+      singleLabel = true;
+    } else {
+      for (const [name, column] of Object.entries(batch.labels)) (names.push(name), columns.push(column));
+    }
+  }
+  const labelCount = names.length;
+  for (const [name, column] of Object.entries(batch.features)) (names.push(name), columns.push(column));
+  return { names, columns, labelCount, singleLabel };
+}
+
+export function unflatten(layout: Omit<FlatBatch, 'columns'>, columns: Column[]): Batch {
+  const features: Features = {};
+  for (let i = layout.labelCount; i < layout.names.length; i++) features[layout.names[i]] = columns[i];
+  if (layout.labelCount === 0) return { features };
+  if (layout.singleLabel) return { features, labels: columns[0] };
+  const labels: Features = {};
+  for (let i = 0; i < layout.labelCount; i++) labels[layout.names[i]] = columns[i];
+  return { features, labels };
+}
+
+export function isColumn(value: unknown): value is Column {
+  return (ArrayBuffer.isView(value) && !(value instanceof DataView)) || value instanceof StringColumn || value instanceof Ragged || value instanceof ListColumn;
+}
+
+/** Rows in a batch (its first column's length; 0 for a batch without columns). */
+export function batchRows(flat: FlatBatch): number {
+  return flat.columns.length === 0 ? 0 : columnLength(flat.columns[0]);
+}

@@ -1,0 +1,262 @@
+// Parsing the raw Criteo layout in a worker, straight from bytes: integers are read
+// digit by digit and categoricals are copied as bytes into each column's UTF-8 buffer,
+// so no JS string is made per field.
+import * as fs from 'node:fs';
+import type { ReadContext } from './reader';
+import type { UnitBase, WireChunk, WireColumn } from './wire';
+
+export const CRITEO_INTEGER_FIELDS = Array.from({ length: 13 }, (_, i) => `I${i + 1}`);
+export const CRITEO_CATEGORICAL_FIELDS = Array.from({ length: 26 }, (_, i) => `C${i + 1}`);
+export const CRITEO_FIELD_COUNT = 1 + 13 + 26;
+
+export interface CriteoTsvTask {
+  /** Value of an empty integer field, per field I1..I13. */
+  defaults: number[];
+  integerDtype: 'float32' | 'int32';
+  labelField: string;
+  blockRows: number;
+  skipCorrupted: boolean;
+}
+
+/** Rows whose first byte lies in [start, end) of the file. */
+export interface CriteoTsvUnit extends UnitBase {
+  file: string;
+  start: number;
+  end: number;
+}
+
+const TAB = 9;
+const NEWLINE = 10;
+const RETURN = 13;
+const MINUS = 45;
+const ZERO = 48;
+const READ_SIZE = 1 << 20;
+
+class RowError extends Error {}
+
+function fieldCount(line: Uint8Array, from: number, to: number): RowError {
+  let fields = 1;
+  for (let i = from; i < to; i++) if (line[i] === TAB) fields++;
+  return new RowError(`${fields} fields, expected ${CRITEO_FIELD_COUNT} (label, I1..I13, C1..C26, separated by tabs)`);
+}
+
+function shown(bytes: Uint8Array, from: number, to: number): string {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset + from, Math.min(to - from, 40)).toString('utf8');
+  return JSON.stringify(to - from > 40 ? `${text}...` : text);
+}
+
+/** Parses an optional minus sign and decimal digits; NaN when the field is anything else. */
+function parseInteger(bytes: Uint8Array, from: number, to: number): number {
+  let i = from;
+  let negative = false;
+  if (bytes[i] === MINUS) {
+    negative = true;
+    i++;
+  }
+  if (i === to) return NaN;
+  let value = 0;
+  for (; i < to; i++) {
+    const d = bytes[i] - ZERO;
+    if (d < 0 || d > 9) return NaN;
+    value = value * 10 + d;
+  }
+  return negative ? -value : value;
+}
+
+/** Columns of one block of rows, filled in place and handed over whole. */
+class Block {
+  rows = 0;
+  label: Float32Array;
+  integers: Array<Float32Array | Int32Array>;
+  bytes: Uint8Array[];
+  offsets: Int32Array[];
+  valid: Array<Uint8Array | undefined>;
+
+  constructor(readonly capacity: number, dtype: 'float32' | 'int32') {
+    this.label = new Float32Array(capacity);
+    this.integers = CRITEO_INTEGER_FIELDS.map(() => (dtype === 'int32' ? new Int32Array(capacity) : new Float32Array(capacity)));
+    this.bytes = CRITEO_CATEGORICAL_FIELDS.map(() => new Uint8Array(capacity * 8 + 1024));
+    this.offsets = CRITEO_CATEGORICAL_FIELDS.map(() => new Int32Array(capacity + 1));
+    this.valid = CRITEO_CATEGORICAL_FIELDS.map(() => undefined);
+  }
+
+  /**
+   * Parses one line (without its newline) into row `this.rows`; throws RowError, leaving
+   * the block as it was, when the line is bad. One pass over the bytes: the fields are
+   * taken in layout order, so each has its own tight loop.
+   */
+  addRow(line: Uint8Array, from: number, to: number, defaults: number[], int32: boolean): void {
+    const r = this.rows;
+    let i = from;
+    let start = i;
+    while (i < to && line[i] !== TAB) i++;
+    const label = parseInteger(line, start, i);
+    if (label !== 0 && label !== 1) throw new RowError(`the label is ${shown(line, start, i)}, expected 0 or 1`);
+    if (i >= to) throw fieldCount(line, from, to);
+    i++;
+    this.label[r] = label;
+    for (let j = 0; j < 13; j++) {
+      start = i;
+      let negative = false;
+      if (i < to && line[i] === MINUS) {
+        negative = true;
+        i++;
+      }
+      let value = 0;
+      let bad = false;
+      for (; i < to; i++) {
+        const b = line[i];
+        if (b === TAB) break;
+        const d = b - ZERO;
+        if (d < 0 || d > 9) bad = true;
+        value = value * 10 + d;
+      }
+      if (i === start) value = defaults[j];
+      else {
+        if (bad || (negative && i === start + 1)) throw new RowError(`field ${CRITEO_INTEGER_FIELDS[j]} is ${shown(line, start, i)}, not an integer`);
+        if (negative) value = -value;
+        if (int32 && (value > 0x7fffffff || value < -0x80000000)) throw new RowError(`field ${CRITEO_INTEGER_FIELDS[j]} is ${shown(line, start, i)}, beyond int32`);
+      }
+      this.integers[j][r] = value;
+      if (i >= to) throw fieldCount(line, from, to);
+      i++;
+    }
+    for (let c = 0; c < 26; c++) {
+      const offsets = this.offsets[c];
+      let at = offsets[r];
+      if (at + (to - i) > this.bytes[c].length) {
+        const grown = new Uint8Array(Math.max(this.bytes[c].length * 2, at + (to - i)));
+        grown.set(this.bytes[c].subarray(0, at));
+        this.bytes[c] = grown;
+      }
+      const bytes = this.bytes[c];
+      start = at;
+      for (; i < to; i++) {
+        const b = line[i];
+        if (b === TAB) break;
+        bytes[at++] = b;
+      }
+      offsets[r + 1] = at;
+      if (at === start) (this.valid[c] ??= new Uint8Array(this.capacity).fill(1))[r] = 0;
+      else if (this.valid[c] !== undefined) this.valid[c]![r] = 1;
+      if (c < 25) {
+        if (i >= to) throw fieldCount(line, from, to);
+        i++;
+      }
+    }
+    if (i < to) throw fieldCount(line, from, to);
+    this.rows = r + 1;
+  }
+
+  chunk(labelField: string): WireChunk {
+    const n = this.rows;
+    const exact = <A extends Float32Array | Int32Array | Uint8Array>(a: A): A => (n === this.capacity ? a : (a.slice(0, n) as A));
+    const names = [labelField, ...CRITEO_INTEGER_FIELDS, ...CRITEO_CATEGORICAL_FIELDS];
+    const columns: WireColumn[] = [{ kind: 'numeric', values: exact(this.label) }];
+    for (const values of this.integers) columns.push({ kind: 'numeric', values: exact(values) });
+    for (let c = 0; c < 26; c++) {
+      const offsets = this.offsets[c].slice(0, n + 1);
+      const valid = this.valid[c] === undefined ? undefined : this.valid[c]!.slice(0, n);
+      columns.push({ kind: 'string', bytes: this.bytes[c].slice(0, offsets[n]), offsets, valid });
+    }
+    return { rows: n, names, columns };
+  }
+}
+
+function lineNumber(fd: number, position: number): number {
+  const buffer = Buffer.allocUnsafeSlow(READ_SIZE);
+  let lines = 1;
+  for (let at = 0; at < position; ) {
+    const got = fs.readSync(fd, buffer, 0, Math.min(READ_SIZE, position - at), at);
+    if (got <= 0) break;
+    for (let i = buffer.indexOf(NEWLINE, 0); i !== -1 && i < got; i = buffer.indexOf(NEWLINE, i + 1)) lines++;
+    at += got;
+  }
+  return lines;
+}
+
+export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTask, context: ReadContext): AsyncGenerator<WireChunk> {
+  let fd: number;
+  try {
+    fd = fs.openSync(unit.file, 'r');
+  } catch (error) {
+    throw new Error(`Dataset.fromCriteoTsv: cannot open ${unit.file}: ${(error as Error).message}`);
+  }
+  try {
+    let window = Buffer.allocUnsafeSlow(READ_SIZE * 2);
+    let lo = 0; // window[lo] is file byte `position`
+    let hi = 0;
+    let position = unit.start;
+    let eof = false;
+    const fill = () => {
+      if (lo > 0) {
+        window.copy(window, 0, lo, hi);
+        hi -= lo;
+        lo = 0;
+      }
+      if (window.length - hi < READ_SIZE) {
+        const grown = Buffer.allocUnsafeSlow(window.length * 2);
+        window.copy(grown, 0, 0, hi);
+        window = grown;
+      }
+      const got = fs.readSync(fd, window, hi, window.length - hi, position + hi);
+      if (got === 0) eof = true;
+      hi += got;
+    };
+    // A range that starts inside a line leaves that line to the range before it.
+    if (unit.start > 0) {
+      const previous = Buffer.alloc(1);
+      fs.readSync(fd, previous, 0, 1, unit.start - 1);
+      if (previous[0] !== NEWLINE) {
+        for (;;) {
+          const at = window.indexOf(NEWLINE, lo);
+          if (at !== -1 && at < hi) {
+            position += at + 1 - lo;
+            lo = at + 1;
+            break;
+          }
+          position += hi - lo;
+          lo = hi;
+          if (eof) return;
+          fill();
+        }
+      }
+    }
+    const int32 = task.integerDtype === 'int32';
+    let block = new Block(task.blockRows, task.integerDtype);
+    while (position < unit.end) {
+      let at = window.indexOf(NEWLINE, lo);
+      if (at === -1 || at >= hi) {
+        if (!eof) {
+          fill();
+          continue;
+        }
+        if (lo === hi) break;
+        at = hi; // the last line, without a newline
+      }
+      let to = at;
+      if (to > lo && window[to - 1] === RETURN) to--;
+      const isTrailingEmptyLine = eof && at === hi && to === lo;
+      if (!isTrailingEmptyLine) {
+        try {
+          block.addRow(window, lo, to, task.defaults, int32);
+        } catch (error) {
+          if (!(error instanceof RowError)) throw error;
+          const text = `Dataset.fromCriteoTsv: ${unit.file}, line ${lineNumber(fd, position)}: ${error.message}`;
+          if (!task.skipCorrupted) throw new Error(text);
+          context.skip(1, text);
+        }
+      }
+      position += Math.min(at + 1, hi) - lo;
+      lo = Math.min(at + 1, hi);
+      if (block.rows === block.capacity) {
+        yield block.chunk(task.labelField);
+        block = new Block(task.blockRows, task.integerDtype);
+      }
+      if (at === hi) break;
+    }
+    if (block.rows > 0) yield block.chunk(task.labelField);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,79 @@
+// Dataset.fromCriteoTsv: the main-thread side. Each file is cut into byte ranges; a
+// range owns the lines that start inside it, so ranges (and partitions, which take every
+// partitionCount-th range) never share or lose a line.
+import * as fs from 'node:fs';
+import { Dataset } from './dataset';
+import { CRITEO_INTEGER_FIELDS, CriteoTsvTask, CriteoTsvUnit } from './criteo_tsv_reader';
+import { fileList, newStats, readSource, SourceOptions, sourceOptions } from './source';
+
+export interface CriteoTsvOptions extends SourceOptions {
+  /** Value of an empty integer field, per field (I1..I13); default 0. */
+  defaults?: Record<string, number>;
+  /** Type of I1..I13: Float32Array (default, what a dense input takes) or Int32Array (exact). */
+  integerDtype?: 'float32' | 'int32';
+  /** Name of the click label column in `labels` (default 'label'). */
+  labelField?: string;
+  /** Skip lines that do not parse, counting them in `stats`, instead of failing. */
+  skipCorrupted?: boolean;
+  /** Rows per block handed from a reader thread (default 8192). */
+  blockRows?: number;
+  /** Bytes per unit of work (default 4 MiB). */
+  blockBytes?: number;
+}
+
+const WHERE = 'Dataset.fromCriteoTsv';
+
+export function criteoTsvDataset(files: string | string[], options: CriteoTsvOptions): Dataset {
+  const paths = fileList(files, WHERE);
+  const common = sourceOptions(options, WHERE);
+  const { defaults = {}, integerDtype = 'float32', labelField = 'label', skipCorrupted = false, blockBytes = 4 << 20 } = options;
+  for (const [name, value] of Object.entries(defaults)) {
+    if (!CRITEO_INTEGER_FIELDS.includes(name)) throw new RangeError(`${WHERE}: defaults.${name}: only I1..I13 take defaults`);
+    if (typeof value !== 'number' || !Number.isFinite(value)) throw new TypeError(`${WHERE}: defaults.${name} must be a finite number`);
+  }
+  if (integerDtype !== 'float32' && integerDtype !== 'int32') throw new TypeError(`${WHERE}: integerDtype must be 'float32' or 'int32'`);
+  if (typeof labelField !== 'string') throw new TypeError(`${WHERE}: labelField must be a string`);
+  if (!Number.isInteger(blockBytes) || blockBytes < 1) throw new RangeError(`${WHERE}: blockBytes must be a positive integer`);
+  const task: CriteoTsvTask = {
+    defaults: CRITEO_INTEGER_FIELDS.map((name) => defaults[name] ?? 0),
+    integerDtype,
+    labelField,
+    blockRows: common.blockRows,
+    skipCorrupted,
+  };
+  const stats = newStats();
+  return new Dataset(
+    () =>
+      readSource(
+        {
+          kind: 'criteoTsv',
+          numWorkers: common.numWorkers,
+          partitionCount: common.partitionCount,
+          partitionIndex: common.partitionIndex,
+          credits: 4,
+          labelField,
+          plan: async () => {
+            const units: CriteoTsvUnit[] = [];
+            for (const file of paths) {
+              let size: number;
+              try {
+                const info = await fs.promises.stat(file);
+                if (!info.isFile()) throw new Error('not a regular file');
+                size = info.size;
+              } catch (error) {
+                throw new Error(`${WHERE}: cannot read ${file}: ${(error as Error).message}`);
+              }
+              // Fewer files than partitions: cut each file at least partitionCount ways so every partition gets rows.
+              const pieces = Math.max(1, Math.ceil(size / blockBytes), paths.length < common.partitionCount ? common.partitionCount : 1);
+              for (let k = 0; k < pieces; k++) {
+                units.push({ index: units.length, file, start: Math.floor((size * k) / pieces), end: Math.floor((size * (k + 1)) / pieces) });
+              }
+            }
+            return { task, units };
+          },
+        },
+        stats,
+      ),
+    stats,
+  );
+}

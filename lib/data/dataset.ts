@@ -1,0 +1,106 @@
+// hb.data.Dataset: an async iterable of columnar batches, built from a source and a chain
+// of row-level operations. Each `for await` is a new pass: it starts the reader threads
+// and ends them when the pass ends, stops early, or fails.
+import type { Batch } from './columns';
+import { rebatchRows, takeElements } from './batching';
+import { prefetchElements } from './prefetch';
+import { passSeed, shuffleRows } from './shuffle';
+import type { DatasetStats } from './source';
+import { parquetDataset, ParquetOptions } from './parquet_source';
+import { criteoTsvDataset, CriteoTsvOptions } from './criteo_tsv_source';
+import { syntheticDataset, SyntheticOptions } from './synthetic_source';
+
+function positiveInteger(value: unknown, argument: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${argument} must be a positive integer, got ${String(value)}`);
+  }
+  return value;
+}
+
+export class Dataset implements AsyncIterable<Batch> {
+  /** @internal */
+  constructor(
+    private readonly pass: () => AsyncIterator<Batch>,
+    /** What the latest pass of the underlying source read and skipped (see DatasetStats). */
+    readonly stats: DatasetStats,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<Batch> {
+    return this.pass();
+  }
+
+  /** Rows left out by the latest pass under skipCorrupted (stats.skipped). */
+  get skipped(): number {
+    return this.stats.skipped;
+  }
+
+  private derive(pass: (upstream: Dataset) => AsyncIterator<Batch>): Dataset {
+    return new Dataset(() => pass(this), this.stats);
+  }
+
+  /**
+   * Batches of `batchSize` rows (the last one smaller unless dropRemainder). Sources yield
+   * blocks of rows rather than single rows, so this cuts rows exactly as tf.data's
+   * batch over single examples would.
+   */
+  batch(batchSize: number, { dropRemainder = false }: { dropRemainder?: boolean } = {}): Dataset {
+    const n = positiveInteger(batchSize, 'Dataset.batch: batchSize');
+    return this.derive((up) => rebatchRows(up, n, dropRemainder));
+  }
+
+  /** HybridBackend's rebatch: the same rows cut into batches of `batchSize`, whatever the incoming batch sizes. */
+  rebatch(batchSize: number, { dropRemainder = false }: { dropRemainder?: boolean } = {}): Dataset {
+    const n = positiveInteger(batchSize, 'Dataset.rebatch: batchSize');
+    return this.derive((up) => rebatchRows(up, n, dropRemainder));
+  }
+
+  /**
+   * Shuffles rows through a buffer of `bufferSize` rows, as tf.data's shuffle does for
+   * single examples (output blocks keep the input's block sizes; batch after it). With a
+   * seed every run gives the same order; reshuffleEachIteration (default true) makes each
+   * pass differ, deterministically. Without a seed the order differs from run to run.
+   */
+  shuffle(bufferSize: number, { seed, reshuffleEachIteration = true }: { seed?: number; reshuffleEachIteration?: boolean } = {}): Dataset {
+    const size = positiveInteger(bufferSize, 'Dataset.shuffle: bufferSize');
+    if (seed !== undefined && (typeof seed !== 'number' || !Number.isInteger(seed))) {
+      throw new TypeError(`Dataset.shuffle: seed must be an integer, got ${String(seed)}`);
+    }
+    const base = seed ?? Math.floor(Math.random() * 2 ** 32);
+    let epoch = 0;
+    return this.derive((up) => shuffleRows(up, size, passSeed(base, reshuffleEachIteration ? epoch++ : 0)));
+  }
+
+  /** Keeps up to `bufferSize` elements ready ahead of the consumer. */
+  prefetch(bufferSize = 1): Dataset {
+    const n = positiveInteger(bufferSize, 'Dataset.prefetch: bufferSize');
+    return this.derive((up) => prefetchElements(up, n));
+  }
+
+  /** The first `count` elements (batches, after batch()); the reader threads stop after them. */
+  take(count: number): Dataset {
+    if (typeof count !== 'number' || !(Number.isInteger(count) || count === Infinity) || count < 0) {
+      throw new RangeError(`Dataset.take: count must be a non-negative integer, got ${String(count)}`);
+    }
+    return this.derive((up) => takeElements(up, count));
+  }
+
+  /**
+   * Columns of Parquet files. Scalars become typed arrays (int8..int32 and bool ->
+   * Int32Array, int64/uint32/uint64 -> BigInt64Array, float -> Float32Array, double ->
+   * Float64Array), strings and binary -> StringColumn, lists of integers -> hb.Ragged,
+   * lists of floats or strings -> hb.data.ListColumn. Each row group is a unit of work.
+   */
+  static fromParquet(files: string | string[], options: ParquetOptions = {}): Dataset {
+    return parquetDataset(files, options);
+  }
+
+  /** The raw Criteo layout: label, I1..I13, C1..C26, tab-separated. */
+  static fromCriteoTsv(files: string | string[], options: CriteoTsvOptions = {}): Dataset {
+    return criteoTsvDataset(files, options);
+  }
+
+  /** Criteo-like rows with power-law ids and labels from a planted model, deterministic for a seed. */
+  static synthetic(options: SyntheticOptions): Dataset {
+    return syntheticDataset(options);
+  }
+}

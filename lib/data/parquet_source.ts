@@ -1,0 +1,74 @@
+// Dataset.fromParquet: the main-thread side. Reader threads read each file's footer,
+// then every row group becomes a unit of work; partitions take every
+// partitionCount-th row group of the files in order, so one file is split between
+// partitions as readily as many files are. A thread hands over one block per row group.
+import { Dataset } from './dataset';
+import type { Default } from './arrow_columns';
+import type { ParquetFilePlan, ParquetTask, ParquetUnit } from './parquet_reader';
+import { fileList, newStats, planFiles, readSource, SourceOptions, sourceOptions } from './source';
+
+export interface ParquetOptions extends SourceOptions {
+  /** Feature columns to read (default: every column but the labels). */
+  fields?: string[];
+  /** The label column, or several; they go to `labels` instead of `features`. */
+  labelField?: string | string[];
+  /** Value of a missing (null) number, per column; default 0. */
+  defaults?: Record<string, number | bigint>;
+  /** Skip row groups that cannot be decoded and files whose footer cannot be read, counting them in `stats`, instead of failing. */
+  skipCorrupted?: boolean;
+}
+
+const WHERE = 'Dataset.fromParquet';
+
+export function parquetDataset(files: string | string[], options: ParquetOptions): Dataset {
+  const paths = fileList(files, WHERE);
+  const common = sourceOptions(options, WHERE);
+  const { fields, labelField, defaults = {}, skipCorrupted = false } = options;
+  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((f) => typeof f === 'string'))) {
+    throw new TypeError(`${WHERE}: fields must be an array of column names`);
+  }
+  const labels = labelField === undefined ? [] : Array.isArray(labelField) ? labelField : [labelField];
+  if (!labels.every((f) => typeof f === 'string')) throw new TypeError(`${WHERE}: labelField must be a column name or an array of them`);
+  for (const [name, value] of Object.entries(defaults)) {
+    if (typeof value !== 'bigint' && (typeof value !== 'number' || !Number.isFinite(value))) {
+      throw new TypeError(`${WHERE}: defaults.${name} must be a finite number or a bigint`);
+    }
+  }
+  const task: ParquetTask = {
+    columns: fields === undefined ? undefined : [...labels, ...fields.filter((f) => !labels.includes(f))],
+    defaults: defaults as Record<string, Default>,
+    skipCorrupted,
+  };
+  const stats = newStats();
+  return new Dataset(
+    () =>
+      readSource(
+        {
+          kind: 'parquet',
+          numWorkers: common.numWorkers,
+          partitionCount: common.partitionCount,
+          partitionIndex: common.partitionIndex,
+          credits: 4,
+          labelField,
+          plan: async (pool, passStats) => {
+            const plans = await planFiles<ParquetFilePlan>(pool, 'parquet', paths, task);
+            const units: ParquetUnit[] = [];
+            plans.forEach((plan, f) => {
+              if (plan.skipped !== undefined) {
+                passStats.skippedFiles++;
+                if (passStats.messages.length < 10) passStats.messages.push(plan.skipped);
+              }
+              let firstRow = 0;
+              plan.rowGroups.forEach((rows, rowGroup) => {
+                units.push({ index: units.length, file: paths[f], rowGroup, firstRow, rows });
+                firstRow += rows;
+              });
+            });
+            return { task, units };
+          },
+        },
+        stats,
+      ),
+    stats,
+  );
+}

@@ -1,0 +1,181 @@
+// One pass over a file-backed (or generated) source: cut the work into units, keep
+// this partition's share, hand the units to reader threads round-robin, and deliver
+// their chunks unit by unit in the dataset's order, so the order (and a seeded shuffle
+// after it) does not depend on how many threads read.
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { StringColumn } from '../tensor/string_column';
+import { Ragged } from '../tensor/ragged';
+import { Batch, Column, Features, ListColumn } from './columns';
+import { WorkerPool } from './pool';
+import type { ReaderKind } from './reader';
+import type { UnitBase, WireChunk, WireColumn, WireNumeric } from './wire';
+
+/** What a pass has read so far (reset when a new pass starts). */
+export interface DatasetStats {
+  /** Rows delivered by the reader threads. */
+  rows: number;
+  /** Rows left out under skipCorrupted (bad TSV lines; every row of an undecodable Parquet row group). */
+  skipped: number;
+  /** Files left out whole under skipCorrupted (Parquet files whose footer cannot be read). */
+  skippedFiles: number;
+  /** The first few reasons, as the errors would have said them. */
+  messages: string[];
+}
+
+export function newStats(): DatasetStats {
+  return { rows: 0, skipped: 0, skippedFiles: 0, messages: [] };
+}
+
+export interface SourceOptions {
+  /** Reader threads (default: os.availableParallelism()). */
+  numWorkers?: number;
+  /** Split the units between this many readers (processes or ranks)... */
+  partitionCount?: number;
+  /** ...and read share number partitionIndex (0-based). */
+  partitionIndex?: number;
+}
+
+export interface SourcePlan {
+  task: unknown;
+  /** Every unit of the dataset in order; the same for every partition. */
+  units: UnitBase[];
+}
+
+export interface SourceConfig {
+  kind: ReaderKind;
+  numWorkers: number;
+  partitionCount: number;
+  partitionIndex: number;
+  /** Chunks a thread may have posted ahead of the consumer. */
+  credits: number;
+  labelField?: string | string[];
+  plan(pool: WorkerPool, stats: DatasetStats): Promise<SourcePlan>;
+}
+
+// Arrays that arrive from a thread belong to the realm that received the message, which
+// under a vm context (jest) is not the caller's: re-wrap them (no copy) so instanceof
+// and the StringColumn / Ragged checks hold.
+const localConstructors: Record<string, new (buffer: ArrayBufferLike, offset: number, length: number) => ArrayBufferView> = {
+  '[object Float32Array]': Float32Array,
+  '[object Float64Array]': Float64Array,
+  '[object Int32Array]': Int32Array,
+  '[object BigInt64Array]': BigInt64Array,
+  '[object Uint8Array]': Uint8Array,
+};
+
+function local<T extends WireNumeric | Uint8Array | Int32Array>(view: T): T {
+  const ctor = localConstructors[Object.prototype.toString.call(view)];
+  if (view instanceof ctor) return view;
+  return new ctor(view.buffer, view.byteOffset, view.length) as T;
+}
+
+function decodeColumn(column: WireColumn): Column {
+  switch (column.kind) {
+    case 'numeric':
+      return local(column.values);
+    case 'string':
+      return new StringColumn(local(column.bytes), local(column.offsets), column.valid === undefined ? undefined : local(column.valid));
+    case 'ragged':
+      return new Ragged(local(column.values), local(column.rowSplits));
+    case 'list':
+      return new ListColumn(decodeColumn(column.values) as Float32Array | Float64Array | StringColumn, local(column.rowSplits));
+  }
+}
+
+export function decodeChunk(chunk: WireChunk, labelField: string | string[] | undefined): Batch {
+  const labelNames = labelField === undefined ? [] : Array.isArray(labelField) ? labelField : [labelField];
+  const features: Features = {};
+  const labels: Features = {};
+  chunk.names.forEach((name, i) => {
+    const column = decodeColumn(chunk.columns[i]);
+    if (labelNames.includes(name)) labels[name] = column;
+    else features[name] = column;
+  });
+  for (const name of labelNames) {
+    if (!(name in labels)) throw new Error(`hb.data: labelField '${name}' is not a column of the data (columns: ${chunk.names.join(', ')})`);
+  }
+  if (labelField === undefined) return { features };
+  return { features, labels: Array.isArray(labelField) ? labels : labels[labelField] };
+}
+
+export async function* readSource(config: SourceConfig, stats: DatasetStats): AsyncGenerator<Batch> {
+  Object.assign(stats, newStats());
+  const pool = new WorkerPool(config.numWorkers);
+  try {
+    const { task, units } = await config.plan(pool, stats);
+    const mine = units.filter((_, i) => i % config.partitionCount === config.partitionIndex);
+    const threads = Math.min(config.numWorkers, mine.length);
+    for (let w = 0; w < threads; w++) {
+      pool.send(w, { type: 'read', id: w, kind: config.kind, task, units: mine.filter((_, k) => k % threads === w), credits: config.credits });
+    }
+    for (let k = 0; k < mine.length; k++) {
+      const w = k % threads;
+      for (;;) {
+        const message = await pool.receive(w);
+        if (message.type === 'chunk') {
+          pool.send(w, { type: 'credit', id: w, n: 1 });
+          stats.rows += message.chunk.rows;
+          if (message.chunk.rows > 0) yield decodeChunk(message.chunk, config.labelField);
+        } else if (message.type === 'unitEnd') {
+          stats.skipped += message.skipped;
+          for (const why of message.why) if (stats.messages.length < 10) stats.messages.push(why);
+          break;
+        } else if (message.type === 'failed') {
+          throw new Error(message.message);
+        } else {
+          throw new Error(`hb.data: unexpected '${message.type}' from a reader thread`);
+        }
+      }
+    }
+  } finally {
+    await pool.close();
+  }
+}
+
+/** Asks the pool's threads for each file's plan, in parallel, in file order. */
+export async function planFiles<T>(pool: WorkerPool, kind: ReaderKind, files: string[], task: unknown): Promise<T[]> {
+  const threads = Math.max(1, Math.min(pool.size, files.length));
+  const results: T[] = new Array(files.length);
+  const perThread = Array.from({ length: threads }, (_, w) => files.map((_, i) => i).filter((i) => i % threads === w));
+  await Promise.all(
+    perThread.map(async (indices, w) => {
+      for (const i of indices) {
+        pool.send(w, { type: 'plan', id: i, kind, file: files[i], task });
+        const message = await pool.receive(w);
+        if (message.type === 'failed') throw new Error(message.message);
+        if (message.type !== 'planned') throw new Error(`hb.data: unexpected '${message.type}' from a reader thread`);
+        results[i] = message.result as T;
+      }
+    }),
+  );
+  return results;
+}
+
+function integerOption(value: unknown, fallback: number, min: number, argument: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new RangeError(`${argument} must be an integer >= ${min}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** numWorkers, partitionCount and partitionIndex, checked; `where` names the caller in errors. */
+export function sourceOptions(options: SourceOptions & { blockRows?: number }, where: string): { numWorkers: number; partitionCount: number; partitionIndex: number; blockRows: number } {
+  const numWorkers = integerOption(options.numWorkers, os.availableParallelism(), 1, `${where}: numWorkers`);
+  const partitionCount = integerOption(options.partitionCount, 1, 1, `${where}: partitionCount`);
+  const partitionIndex = integerOption(options.partitionIndex, 0, 0, `${where}: partitionIndex`);
+  if (partitionIndex >= partitionCount) {
+    throw new RangeError(`${where}: partitionIndex ${partitionIndex} must be below partitionCount ${partitionCount}`);
+  }
+  const blockRows = integerOption(options.blockRows, 8192, 1, `${where}: blockRows`);
+  return { numWorkers, partitionCount, partitionIndex, blockRows };
+}
+
+export function fileList(files: unknown, where: string): string[] {
+  const list = typeof files === 'string' ? [files] : files;
+  if (!Array.isArray(list) || list.length === 0 || !list.every((f) => typeof f === 'string' && f.length > 0)) {
+    throw new TypeError(`${where}: files must be a path or a non-empty array of paths`);
+  }
+  return list.map((f) => path.resolve(f));
+}

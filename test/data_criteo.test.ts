@@ -1,0 +1,151 @@
+// hb.data.Dataset.fromCriteoTsv on the real Criteo sample and on files the tests write.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as hb from '../lib';
+import { collect, rowsOf } from './support/data';
+
+const samplePath = path.resolve(__dirname, '../../shared/data/criteo_kaggle_sample.tsv');
+
+let dir: string;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-data-criteo-'));
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** The layout read by a plain split, as the reference. */
+function referenceRows(text: string): string[][] {
+  return text
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => line.split('\t'));
+}
+
+function writeTsv(name: string, text: string): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, text);
+  return file;
+}
+
+function criteoLine(i: number, { label = i % 3 === 0 ? 1 : 0 } = {}): string {
+  const ints = Array.from({ length: 13 }, (_, j) => ((i + j) % 7 === 0 ? '' : String(((i * 31 + j * 7) % 2001) - 1000)));
+  const cats = Array.from({ length: 26 }, (_, j) => ((i + j) % 11 === 0 ? '' : ((i * 2654435761 + j * 40503) >>> 0).toString(16).padStart(8, '0')));
+  return [String(label), ...ints, ...cats].join('\t');
+}
+
+describe('Dataset.fromCriteoTsv', () => {
+  test('the real Criteo sample: 100 rows, 29 positives, every field as the layout says', async () => {
+    expect(fs.existsSync(samplePath)).toBe(true);
+    const reference = referenceRows(fs.readFileSync(samplePath, 'utf8'));
+    expect(reference).toHaveLength(100);
+    const batches = await collect(hb.data.Dataset.fromCriteoTsv(samplePath).batch(32));
+    expect(batches.map((b) => (b.labels as Float32Array).length)).toEqual([32, 32, 32, 4]);
+    const batch = batches[0];
+    expect(batch.labels).toBeInstanceOf(Float32Array);
+    expect(Object.keys(batch.features)).toEqual([...hb.data.CRITEO_INTEGER_FIELDS, ...hb.data.CRITEO_CATEGORICAL_FIELDS]);
+    expect(batch.features.I1).toBeInstanceOf(Float32Array);
+    expect(batch.features.C1).toBeInstanceOf(hb.StringColumn);
+
+    const rows = rowsOf(batches);
+    expect(rows).toHaveLength(100);
+    expect(rows.filter((r) => r.label === 1)).toHaveLength(29);
+    let negatives = 0;
+    let emptyInts = 0;
+    let emptyCats = 0;
+    rows.forEach((row, i) => {
+      const fields = reference[i];
+      expect(row.label).toBe(Number(fields[0]));
+      for (let j = 1; j <= 13; j++) {
+        const text = fields[j];
+        if (text === '') emptyInts++;
+        if (text.startsWith('-')) negatives++;
+        expect(row[`I${j}`]).toBe(text === '' ? 0 : Number(text)); // missing numeric -> default 0
+      }
+      for (let j = 14; j < 40; j++) {
+        const text = fields[j];
+        if (text === '') emptyCats++;
+        expect(row[`C${j - 13}`]).toBe(text === '' ? null : text); // missing categorical -> no value (no id)
+      }
+    });
+    // The sample exercises every rule: empty and negative integers, empty categoricals.
+    expect(negatives).toBeGreaterThan(0);
+    expect(emptyInts).toBeGreaterThan(0);
+    expect(emptyCats).toBeGreaterThan(0);
+    // Strings are one UTF-8 buffer plus offsets: 8 hex characters per present value.
+    const c1 = batch.features.C1 as hb.StringColumn;
+    expect(c1.offsets).toBeInstanceOf(Int32Array);
+    expect(c1.offsets[1] - c1.offsets[0]).toBe(8);
+  });
+
+  test('defaults for empty integers, int32 integers, a custom label name', async () => {
+    const file = writeTsv('defaults.tsv', [criteoLine(0), criteoLine(1)].join('\n') + '\n');
+    const [batch] = await collect(
+      hb.data.Dataset.fromCriteoTsv(file, { defaults: { I1: -1, I8: 42 }, integerDtype: 'int32', labelField: 'click' }).batch(10),
+    );
+    expect(batch.labels).toEqual(Float32Array.from([1, 0]));
+    expect(batch.features.I1).toBeInstanceOf(Int32Array);
+    // criteoLine(0) leaves I1 and I8 empty ((0 + j) % 7 === 0 for j = 0, 7)
+    expect((batch.features.I1 as Int32Array)[0]).toBe(-1);
+    expect((batch.features.I8 as Int32Array)[0]).toBe(42);
+    expect((batch.features.I2 as Int32Array)[0]).toBe(Number(criteoLine(0).split('\t')[2]));
+  });
+
+  test('CRLF line ends, no trailing newline, and many files read in order by several threads', async () => {
+    const lines = Array.from({ length: 300 }, (_, i) => criteoLine(i));
+    const a = writeTsv('a.tsv', lines.slice(0, 100).join('\r\n') + '\r\n');
+    const b = writeTsv('b.tsv', lines.slice(100, 250).join('\n'));
+    const c = writeTsv('c.tsv', lines.slice(250).join('\n') + '\n');
+    for (const numWorkers of [1, 3]) {
+      const rows = rowsOf(await collect(hb.data.Dataset.fromCriteoTsv([a, b, c], { numWorkers, blockBytes: 2000, blockRows: 7 }).batch(64)));
+      expect(rows.map((r) => r.C1)).toEqual(lines.map((l) => l.split('\t')[14] || null));
+      expect(rows.map((r) => r.I13)).toEqual(lines.map((l) => Number(l.split('\t')[13] || 0)));
+    }
+  });
+
+  test('partitions split the rows of one file: every row exactly once', async () => {
+    const lines = Array.from({ length: 1000 }, (_, i) => criteoLine(i));
+    const file = writeTsv('partitioned.tsv', lines.join('\n') + '\n');
+    const partitionCount = 3;
+    const seen: string[] = [];
+    for (let partitionIndex = 0; partitionIndex < partitionCount; partitionIndex++) {
+      const part = rowsOf(await collect(hb.data.Dataset.fromCriteoTsv(file, { partitionCount, partitionIndex, numWorkers: 2, blockBytes: 10_000 }).batch(100)));
+      expect(part.length).toBeGreaterThan(200); // each partition gets a real share
+      seen.push(...part.map((r) => `${r.label}|${r.C1}|${r.C2}|${r.I2}|${r.I3}`));
+    }
+    const expected = lines.map((l) => {
+      const f = l.split('\t');
+      return `${f[0]}|${f[14] || null}|${f[15] || null}|${Number(f[2] || 0)}|${Number(f[3] || 0)}`;
+    });
+    expect(seen.sort()).toEqual(expected.sort());
+  });
+
+  test('a missing file is an Error naming it', async () => {
+    const missing = path.join(dir, 'nope.tsv');
+    await expect(collect(hb.data.Dataset.fromCriteoTsv(missing))).rejects.toThrow(/Dataset\.fromCriteoTsv: cannot read .*nope\.tsv/);
+  });
+
+  test('a row with the wrong number of fields names the file and line; skipCorrupted skips and counts', async () => {
+    const lines = Array.from({ length: 50 }, (_, i) => criteoLine(i));
+    lines[17] = lines[17].split('\t').slice(0, 39).join('\t'); // line 18: a field short
+    lines[30] = `${lines[30]}\textra`; // line 31: a field too many
+    lines[41] = lines[41].replace(/^[01]\t/, 'x\t'); // line 42: not a label
+    const file = writeTsv('bad.tsv', lines.join('\n') + '\n');
+    await expect(collect(hb.data.Dataset.fromCriteoTsv(file, { blockBytes: 1000 }))).rejects.toThrow(
+      new RegExp(`${path.basename(file).replace('.', '\\.')}, line 18: 39 fields, expected 40`),
+    );
+    const ds = hb.data.Dataset.fromCriteoTsv(file, { skipCorrupted: true, blockBytes: 1000 });
+    const rows = rowsOf(await collect(ds.batch(16)));
+    expect(rows).toHaveLength(47);
+    expect(ds.skipped).toBe(3);
+    expect(ds.stats.rows).toBe(47);
+    expect(ds.stats.messages.join('\n')).toMatch(/line 31: 41 fields/);
+    expect(ds.stats.messages.join('\n')).toMatch(/line 42: the label is "x"/);
+  });
+
+  test('an integer field that does not parse names the field', async () => {
+    const line = criteoLine(1).split('\t');
+    line[3] = '12a';
+    const file = writeTsv('badint.tsv', `${criteoLine(0)}\n${line.join('\t')}\n`);
+    await expect(collect(hb.data.Dataset.fromCriteoTsv(file))).rejects.toThrow(/badint\.tsv, line 2: field I3 is "12a", not an integer/);
+  });
+});

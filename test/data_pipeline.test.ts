@@ -1,0 +1,129 @@
+// hb.data pipeline operations: batch, rebatch, shuffle, take, prefetch; and batches
+// going to native code as they are.
+import * as path from 'path';
+import * as hb from '../lib';
+import { collect, rowsOf } from './support/data';
+
+// A small synthetic source: row identity is recoverable from its ids.
+const source = (numSamples: number, extra: Partial<hb.data.SyntheticOptions> = {}) =>
+  hb.data.Dataset.synthetic({
+    numDense: 2,
+    tables: [
+      { name: 'id', vocabularySize: 2 ** 40, hotness: 1, alpha: 0 },
+      { name: 'tags', vocabularySize: 100, hotness: [0, 3] },
+    ],
+    numSamples,
+    seed: 3,
+    blockRows: 100,
+    ...extra,
+  });
+
+const key = (row: Record<string, unknown>) => JSON.stringify(row, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+
+describe('hb.data pipeline', () => {
+  test('batch cuts rows exactly across blocks; dropRemainder drops the short last batch', async () => {
+    const rows = rowsOf(await collect(source(1050)));
+    const batches = await collect(source(1050).batch(256));
+    expect(batches.map((b) => (b.labels as Float32Array).length)).toEqual([256, 256, 256, 256, 26]);
+    expect(rowsOf(batches)).toEqual(rows);
+    const dropped = await collect(source(1050).batch(256, { dropRemainder: true }));
+    expect(dropped).toHaveLength(4);
+    expect(rowsOf(dropped)).toEqual(rows.slice(0, 1024));
+    const tags = batches[1].features.tags as hb.Ragged;
+    expect(tags.rowSplits[0]).toBe(0);
+    expect(tags.rowSplits[256]).toBe(tags.values.length);
+  });
+
+  test('rebatch changes the batch size of a batched dataset, rows unchanged', async () => {
+    const rows = rowsOf(await collect(source(1000).batch(1000)));
+    const rebatched = await collect(source(1000).batch(64).rebatch(300));
+    expect(rebatched.map((b) => (b.labels as Float32Array).length)).toEqual([300, 300, 300, 100]);
+    expect(rowsOf(rebatched)).toEqual(rows);
+  });
+
+  test('shuffle: a permutation of the rows, the same for a seed whatever the threads, another for another seed', async () => {
+    const original = rowsOf(await collect(source(2000))).map(key);
+    const shuffled = async (seed: number, numWorkers: number) =>
+      rowsOf(await collect(source(2000, { numWorkers }).shuffle(500, { seed }).batch(128))).map(key);
+    const a = await shuffled(1, 1);
+    const b = await shuffled(1, 3);
+    const c = await shuffled(2, 2);
+    expect(b).toEqual(a);
+    expect(c).not.toEqual(a);
+    expect(a).not.toEqual(original);
+    expect([...a].sort()).toEqual([...original].sort());
+    expect([...c].sort()).toEqual([...original].sort());
+    // A buffer of 500 rows moves rows by hundreds, not across the whole dataset at once.
+    const firstBatch = new Set(a.slice(0, 128));
+    expect(original.slice(0, 700).filter((r) => firstBatch.has(r)).length).toBe(128);
+  });
+
+  test('shuffle reshuffles each pass, and a new dataset with the same seed repeats the passes', async () => {
+    const make = () => source(600).shuffle(1000, { seed: 9 }).batch(600);
+    const ds = make();
+    const pass1 = rowsOf(await collect(ds)).map(key);
+    const pass2 = rowsOf(await collect(ds)).map(key);
+    expect(pass2).not.toEqual(pass1);
+    const again = make();
+    expect(rowsOf(await collect(again)).map(key)).toEqual(pass1);
+    expect(rowsOf(await collect(again)).map(key)).toEqual(pass2);
+    const fixed = source(600).shuffle(1000, { seed: 9, reshuffleEachIteration: false }).batch(600);
+    expect(rowsOf(await collect(fixed)).map(key)).toEqual(rowsOf(await collect(fixed)).map(key));
+  });
+
+  test('take stops after n batches and ends the pass (threads stop early)', async () => {
+    const ds = source(1_000_000, { blockRows: 1000, numWorkers: 2 }).batch(100).take(3);
+    const batches = await collect(ds);
+    expect(batches).toHaveLength(3);
+    expect(ds.stats.rows).toBeLessThan(100_000);
+    const rows = rowsOf(await collect(source(300).batch(100)));
+    expect(rowsOf(batches)).toEqual(rows);
+  });
+
+  test('prefetch yields the same batches', async () => {
+    const plain = rowsOf(await collect(source(900).batch(100)));
+    const prefetched = await collect(source(900).batch(100).prefetch(4));
+    expect(prefetched).toHaveLength(9);
+    expect(rowsOf(prefetched)).toEqual(plain);
+    const early = await collect(source(900).batch(100).prefetch(3).take(2));
+    expect(rowsOf(early)).toEqual(plain.slice(0, 200));
+  });
+
+  test('a dataset is an async iterable of { features, labels }, and a pass can stop with break', async () => {
+    const ds = source(500).batch(50);
+    let n = 0;
+    for await (const { features, labels } of ds) {
+      expect(features.I1).toBeInstanceOf(Float32Array);
+      expect(labels).toBeInstanceOf(Float32Array);
+      if (++n === 2) break;
+    }
+    expect(n).toBe(2);
+    expect(await collect(ds)).toHaveLength(10); // a new pass after the early stop
+  });
+
+  test('columns go to native code as they are: ids to the embedding lookup, strings to hashing', async () => {
+    const [batch] = await collect(
+      hb.data.Dataset.synthetic({ numDense: 0, tables: [{ name: 'ids', vocabularySize: 1000, hotness: [0, 4] }], numSamples: 64, seed: 1 }).batch(64),
+    );
+    const table = hb.variable(hb.initializers.randomUniform({ minval: -1, maxval: 1, seed: 4 }), { shape: [1000, 4], name: 'data_pipeline_lookup' });
+    const ids = batch.features.ids as hb.Ragged;
+    const out = await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' });
+    expect(out.shape).toEqual([64, 4]);
+    const [criteo] = await collect(hb.data.Dataset.fromCriteoTsv(path.resolve(__dirname, '../../shared/data/criteo_kaggle_sample.tsv')).batch(100));
+    const c1 = criteo.features.C1 as hb.StringColumn;
+    expect(c1.valid).toBeUndefined(); // C1 is never empty in the sample
+    const hashed = hb.strings.toHashBucketFast(c1, 1000);
+    expect(Array.from(hashed)).toEqual(Array.from(hb.strings.toHashBucketFast(c1.toArray() as string[], 1000)));
+  });
+
+  test('bad arguments are Errors naming them', () => {
+    expect(() => source(10).batch(0)).toThrow(/batchSize/);
+    expect(() => source(10).shuffle(-1)).toThrow(/bufferSize/);
+    expect(() => source(10).shuffle(10, { seed: 1.5 })).toThrow(/seed/);
+    expect(() => source(10).take(-1)).toThrow(/count/);
+    expect(() => source(10).prefetch(0)).toThrow(/bufferSize/);
+    expect(() => hb.data.Dataset.fromCriteoTsv([])).toThrow(/files/);
+    expect(() => hb.data.Dataset.fromParquet('x.parquet', { numWorkers: 0 })).toThrow(/numWorkers/);
+    expect(() => hb.data.Dataset.fromCriteoTsv('x.tsv', { defaults: { C1: 1 } })).toThrow(/defaults\.C1/);
+  });
+});

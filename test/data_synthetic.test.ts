@@ -1,0 +1,179 @@
+// hb.data.Dataset.synthetic: determinism, the power-law id distribution, hotness, and
+// labels that a model can learn.
+import * as hb from '../lib';
+import { collect } from './support/data';
+
+function concatIds(batches: hb.data.Batch[], name: string): { ids: number[]; lengths: number[] } {
+  const ids: number[] = [];
+  const lengths: number[] = [];
+  for (const b of batches) {
+    const r = b.features[name] as hb.Ragged;
+    for (const v of r.values as BigInt64Array) ids.push(Number(v));
+    for (let i = 0; i < r.nrows; i++) lengths.push(r.rowSplits[i + 1] - r.rowSplits[i]);
+  }
+  return { ids, lengths };
+}
+
+/** Area under the ROC curve by ranks (ties averaged). */
+function auc(scores: ArrayLike<number>, labels: ArrayLike<number>): number {
+  const order = Array.from({ length: scores.length }, (_, i) => i).sort((a, b) => scores[a] - scores[b]);
+  let positives = 0;
+  let rankSum = 0;
+  for (let k = 0; k < order.length; ) {
+    let end = k;
+    while (end + 1 < order.length && scores[order[end + 1]] === scores[order[k]]) end++;
+    const rank = (k + end) / 2 + 1;
+    for (let j = k; j <= end; j++) if (labels[order[j]] === 1) (positives++, (rankSum += rank));
+    k = end + 1;
+  }
+  const negatives = order.length - positives;
+  return (rankSum - (positives * (positives + 1)) / 2) / (positives * negatives);
+}
+
+const criteoLike = (seed: number, numSamples: number): hb.data.SyntheticOptions => ({
+  numDense: 4,
+  tables: [
+    { name: 'user', vocabularySize: 50_000, hotness: 1, alpha: 1.1 },
+    { name: 'item', vocabularySize: 1_000, hotness: [1, 5], alpha: 0.9 },
+  ],
+  numSamples,
+  seed,
+});
+
+describe('Dataset.synthetic', () => {
+  test('columns: dense I1..In as Float32Array, one hb.Ragged of int64 ids per table, Float32Array labels', async () => {
+    const [batch] = await collect(hb.data.Dataset.synthetic(criteoLike(1, 100)).batch(100));
+    expect(Object.keys(batch.features)).toEqual(['I1', 'I2', 'I3', 'I4', 'user', 'item']);
+    expect(batch.features.I1).toBeInstanceOf(Float32Array);
+    expect(batch.labels).toBeInstanceOf(Float32Array);
+    const item = batch.features.item as hb.Ragged;
+    expect(item).toBeInstanceOf(hb.Ragged);
+    expect(item.values).toBeInstanceOf(BigInt64Array);
+    expect(item.nrows).toBe(100);
+    for (const v of item.values) expect(v >= 0n && v < 1000n).toBe(true);
+    expect(new Set(batch.labels as Float32Array)).toEqual(new Set([0, 1]));
+  });
+
+  test('deterministic for a seed, whatever the threads and block sizes; another seed differs', async () => {
+    const read = async (seed: number, numWorkers: number, blockRows: number) =>
+      collect(hb.data.Dataset.synthetic({ ...criteoLike(seed, 3000), numWorkers, blockRows }).batch(3000));
+    const [a] = await read(7, 1, 8192);
+    const [b] = await read(7, 2, 333);
+    const [c] = await read(8, 2, 333);
+    expect(b).toEqual(a);
+    expect(Array.from(c.labels as Float32Array)).not.toEqual(Array.from(a.labels as Float32Array));
+    expect(Array.from((c.features.user as hb.Ragged).values as BigInt64Array)).not.toEqual(Array.from((a.features.user as hb.Ragged).values as BigInt64Array));
+  });
+
+  test('fixed and variable hotness', async () => {
+    const batches = await collect(hb.data.Dataset.synthetic(criteoLike(3, 5000)).batch(1000));
+    expect(concatIds(batches, 'user').lengths.every((n) => n === 1)).toBe(true);
+    const { lengths } = concatIds(batches, 'item');
+    expect(lengths.reduce((a, b) => Math.min(a, b))).toBe(1);
+    expect(lengths.reduce((a, b) => Math.max(a, b))).toBe(5);
+    const mean = lengths.reduce((a, b) => a + b, 0) / lengths.length;
+    expect(mean).toBeGreaterThan(2.9);
+    expect(mean).toBeLessThan(3.1);
+  });
+
+  test.each([
+    [1.1, 100_000],
+    [0.8, 100_000],
+    [1.5, 20_000],
+  ])('power law alpha %p over %p ids: the top 1%% of ids carry the share alpha predicts, and they are not the low ids', async (alpha, vocabularySize) => {
+    const numSamples = 200_000;
+    const ds = hb.data.Dataset.synthetic({ numDense: 0, tables: [{ name: 't', vocabularySize, alpha }], numSamples, seed: 11 });
+    const { ids } = concatIds(await collect(ds), 't');
+    expect(ids.length).toBe(numSamples);
+    const counts = new Map<number, number>();
+    for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
+    const sorted = [...counts.entries()].sort((x, y) => y[1] - x[1]);
+    const top = sorted.slice(0, vocabularySize / 100);
+    const share = top.reduce((s, [, c]) => s + c, 0) / numSamples;
+    const predicted = hb.data.powerLawShare(vocabularySize / 100, vocabularySize, alpha);
+    expect(Math.abs(share - predicted)).toBeLessThan(0.01);
+    // The hottest ids are scattered over the id range: about 1% of them fall in its lowest 1%.
+    const low = top.filter(([id]) => id < vocabularySize / 100).length;
+    expect(low / top.length).toBeLessThan(0.05);
+    expect(sorted[0][0]).not.toBe(0);
+    expect(ids.every((id) => Number.isInteger(id) && id >= 0 && id < vocabularySize)).toBe(true);
+  });
+
+  test('labels follow the planted model: its logits rank them well and the click rate matches', async () => {
+    const options = criteoLike(5, 20_000);
+    const [batch] = await collect(hb.data.Dataset.synthetic(options).batch(20_000));
+    const logits = hb.data.plantedLogits(options, batch.features);
+    const labels = batch.labels as Float32Array;
+    expect(auc(logits, labels)).toBeGreaterThan(0.7);
+    const rate = labels.reduce((a, b) => a + b, 0) / labels.length;
+    const expected = logits.reduce((a, z) => a + 1 / (1 + Math.exp(-z)), 0) / logits.length;
+    expect(Math.abs(rate - expected)).toBeLessThan(0.015);
+  });
+
+  test('a model trained on it learns: logistic regression on embeddings, through the native lookup and Adagrad', async () => {
+    const options: hb.data.SyntheticOptions = {
+      numDense: 0,
+      tables: [
+        { name: 'a', vocabularySize: 2_000, hotness: 1, alpha: 1.05 },
+        { name: 'b', vocabularySize: 500, hotness: [1, 3], alpha: 0.9 },
+      ],
+      numSamples: 40_000,
+      seed: 21,
+    };
+    const batchSize = 1000;
+    const tables = options.tables.map((t) => hb.variable(hb.initializers.zeros(), { shape: [t.vocabularySize, 1], name: `synthetic_${t.name}` }));
+    const optimizer = new hb.train.AdagradOptimizer({ learningRate: 0.5 });
+    const score = async (features: hb.data.Features): Promise<Float32Array> => {
+      const z = new Float32Array((features.a as hb.Ragged).nrows);
+      for (let t = 0; t < tables.length; t++) {
+        const out = (await (await hb.nn.embeddingLookupSparse(tables[t], features[options.tables[t].name!] as hb.Ragged, { combiner: 'mean' })).data()) as Float32Array;
+        for (let i = 0; i < z.length; i++) z[i] += out[i];
+      }
+      return z;
+    };
+    const batches = await collect(hb.data.Dataset.synthetic(options).batch(batchSize));
+    const train = batches.slice(0, 35);
+    const held = batches.slice(35);
+    const heldAuc = async () => {
+      const scores: number[] = [];
+      const labels: number[] = [];
+      for (const b of held) {
+        scores.push(...(await score(b.features)));
+        labels.push(...(b.labels as Float32Array));
+      }
+      return auc(scores, labels);
+    };
+    expect(await heldAuc()).toBeCloseTo(0.5, 5); // all-zero weights: every score ties
+    for (let epoch = 0; epoch < 2; epoch++) {
+      for (const b of train) {
+        const z = await score(b.features);
+        const labels = b.labels as Float32Array;
+        // d(mean log loss)/d logit = (sigmoid(z) - y) / batch
+        const upstream = hb.tensor(Float32Array.from(z, (v, i) => (1 / (1 + Math.exp(-v)) - labels[i]) / z.length), [z.length, 1]);
+        for (let t = 0; t < tables.length; t++) {
+          const grad = await hb.nn.embeddingLookupSparseGrad(tables[t], b.features[options.tables[t].name!] as hb.Ragged, upstream, { combiner: 'mean' });
+          await optimizer.applyGradients([[grad, tables[t]]]);
+        }
+      }
+    }
+    const learned = await heldAuc();
+    // The planted model's own logits bound what any model can reach on these rows.
+    const plantedScores: number[] = [];
+    const heldLabels: number[] = [];
+    for (const b of held) {
+      plantedScores.push(...hb.data.plantedLogits(options, b.features));
+      heldLabels.push(...(b.labels as Float32Array));
+    }
+    const best = auc(plantedScores, heldLabels);
+    expect(learned).toBeGreaterThan(0.62);
+    expect(learned).toBeLessThanOrEqual(best + 0.01);
+  });
+
+  test('bad options are Errors naming the option', () => {
+    expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 0 }], numSamples: 10 })).toThrow(/tables\[0\]\.vocabularySize/);
+    expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 10, hotness: [3, 1] }], numSamples: 10 })).toThrow(/hotness/);
+    expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 10, alpha: -1 }], numSamples: 10 })).toThrow(/alpha/);
+    expect(() => hb.data.Dataset.synthetic({ tables: [], numSamples: -1 })).toThrow(/numSamples/);
+    expect(() => hb.data.Dataset.synthetic({ tables: [], numSamples: 1, partitionCount: 2, partitionIndex: 2 })).toThrow(/partitionIndex 2/);
+  });
+});
