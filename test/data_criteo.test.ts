@@ -5,7 +5,7 @@ import * as path from 'path';
 import * as hb from '../lib';
 import { collect, rowsOf } from './support/data';
 
-const samplePath = path.resolve(__dirname, '../../shared/data/criteo_kaggle_sample.tsv');
+const samplePath = path.resolve(__dirname, 'fixtures/criteo_kaggle_sample.tsv');
 
 let dir: string;
 beforeAll(() => {

@@ -109,7 +109,7 @@ describe('hb.data pipeline', () => {
     const ids = batch.features.ids as hb.Ragged;
     const out = await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' });
     expect(out.shape).toEqual([64, 4]);
-    const [criteo] = await collect(hb.data.Dataset.fromCriteoTsv(path.resolve(__dirname, '../../shared/data/criteo_kaggle_sample.tsv')).batch(100));
+    const [criteo] = await collect(hb.data.Dataset.fromCriteoTsv(path.resolve(__dirname, 'fixtures/criteo_kaggle_sample.tsv')).batch(100));
     const c1 = criteo.features.C1 as hb.StringColumn;
     expect(c1.valid).toBeUndefined(); // C1 is never empty in the sample
     const hashed = hb.strings.toHashBucketFast(c1, 1000);

@@ -431,3 +431,21 @@ describe('embedding options', () => {
     await expect(fc.DenseFeatures([col])({ aaa: [[1, 2]] })).rejects.toThrow(/invalid embSegmentRank 1/);
   });
 });
+
+describe('feature columns on a dataset batch', () => {
+  it('turns the real Criteo sample into a DenseFeatures batch', async () => {
+    const file = path.resolve(__dirname, 'fixtures/criteo_kaggle_sample.tsv');
+    const batches = [];
+    for await (const b of hb.data.Dataset.fromCriteoTsv(file).batch(100)) batches.push(b);
+    expect(batches).toHaveLength(1);
+    const { features } = batches[0];
+    const c1 = fc.categoricalColumnWithHashBucket('C1', 1000);
+    const ids1 = c1.transform(features);
+    const raw = (features.C1 as hb.StringColumn).toArray();
+    const present = raw.filter((v): v is string => v !== null && v !== '');
+    expect(ids(ids1)).toEqual(Array.from(hb.strings.toHashBucketFast(present, 1000), Number));
+    const layer = fc.DenseFeatures([fc.numericColumn('I1'), fc.embeddingColumn(c1, 4), fc.bucketizedColumn(fc.numericColumn('I2'), [0, 10, 100])]);
+    const out = await layer(features);
+    expect(out.shape).toEqual([100, 4 + 4 + 1]);
+  });
+});
