@@ -20,6 +20,7 @@ const arrow = require('apache-arrow');
 const parquet = require('parquet-wasm/node');
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
+const { seededUniform, sparseAdagradStep } = require('./workloads');
 
 const rows = option('rows', 1_000_000);
 const batch = option('batch', 8192);
@@ -30,23 +31,12 @@ const features = 26;
 const alpha = 1.1;
 const cores = os.availableParallelism();
 
-function random32(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // Criteo-like values: categoricals are 8 hex characters drawn with a skew from
 // vocabularies of 10^2..10^6 values, about 4% empty; integers are counts, about 10% empty.
 // Kept as numbers and written out as bytes: making millions of JS strings would take
 // longer than the benchmark itself.
 function criteoLike(n, seed) {
-  const random = random32(seed);
+  const random = seededUniform(seed);
   const label = new Float32Array(n);
   const ints = Array.from({ length: 13 }, () => new Float32Array(n));
   const intMissing = Array.from({ length: 13 }, () => new Uint8Array(n));
@@ -156,20 +146,6 @@ async function readRate(makeDataset) {
   return best;
 }
 
-async function trainingStep() {
-  const table = hb.variable(hb.initializers.truncatedNormal({ stddev: 0.01, seed: 1 }), { shape: [tableRows, dim], name: 'data_bench_table' });
-  const optimizer = new hb.train.AdagradOptimizer({ learningRate: 0.01 });
-  const upstream = hb.variable(hb.initializers.randomUniform({ minval: -1, maxval: 1, seed: 2 }), { shape: [batch, dim] });
-  const step = async (ids) => {
-    const out = await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' });
-    const grad = await hb.nn.embeddingLookupSparseGrad(table, ids, upstream, { combiner: 'sum' });
-    await optimizer.applyGradients([[grad, table]]);
-    out.dispose();
-    grad.values.dispose();
-  };
-  return step;
-}
-
 function idsDataset(numSamples, numWorkers) {
   return hb.data.Dataset.synthetic({ numDense: 0, tables: [{ name: 'ids', vocabularySize: tableRows, hotness: features, alpha }], numSamples, seed: 5, numWorkers });
 }
@@ -194,7 +170,7 @@ async function main() {
     );
 
     // The training step at this batch size, on batches made in advance.
-    const step = await trainingStep();
+    const step = sparseAdagradStep(hb, { rows: tableRows, dim, batch, name: 'data_bench_table' });
     const premade = [];
     for await (const b of idsDataset(3 * batch, cores).batch(batch)) premade.push(b.features.ids);
     for (let i = 0; i < 2; i++) await step(premade[i % premade.length]);

@@ -9,20 +9,14 @@ const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
+const { seededUint32 } = require('./workloads');
 
 const n = option('values', 1_000_000);
 const vocabularySize = option('vocabulary', 100_000);
 const iters = option('iters', 9);
 
 function hexStrings(count, seed, distinct) {
-  let state = seed >>> 0;
-  const random = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
+  const random = seededUint32(seed);
   const out = new Array(count);
   for (let i = 0; i < count; i++) out[i] = (random() % distinct).toString(16).padStart(8, '0');
   return out;

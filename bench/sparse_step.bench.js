@@ -16,6 +16,7 @@ const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
+const { seededUniform, sparseAdagradStep } = require('./workloads');
 
 const rows = option('rows', 1_000_000);
 const dim = option('dim', 64);
@@ -25,14 +26,7 @@ const alpha = option('alpha', 1.1);
 const iters = option('iters', 20);
 
 function powerLawIds(n, seed) {
-  let state = seed >>> 0;
-  const random = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = seededUniform(seed);
   const ids = new BigInt64Array(n);
   const top = Math.pow(rows, 1 - alpha);
   for (let i = 0; i < n; i++) {
@@ -47,23 +41,14 @@ function powerLawIds(n, seed) {
 async function main() {
   console.log(describeMachine(hb));
   const device = hb.currentDevice();
-  const table = hb.variable(hb.initializers.truncatedNormal({ stddev: 0.01, seed: 1 }), { shape: [rows, dim], name: 'sparse_step_table' });
-  const optimizer = new hb.train.AdagradOptimizer({ learningRate: 0.01 });
   const splits = Int32Array.from({ length: batch + 1 }, (_, i) => i * features);
   const batches = [1, 2, 3].map((seed) => hb.ragged(powerLawIds(batch * features, seed), splits));
-  const upstream = hb.variable(hb.initializers.randomUniform({ minval: -1, maxval: 1, seed: 2 }), { shape: [batch, dim] });
   const uniqueCounts = await Promise.all(batches.map(async (b) => (await hb.unique(b.values)).uniqueIds.length));
   const meanUnique = uniqueCounts.reduce((a, b) => a + b, 0) / uniqueCounts.length;
   const bytes = batch * features * dim * 4 + 4 * meanUnique * dim * 4;
 
-  const step = async (i) => {
-    const ids = batches[i % batches.length];
-    const out = await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' });
-    const grad = await hb.nn.embeddingLookupSparseGrad(table, ids, upstream, { combiner: 'sum' });
-    await optimizer.applyGradients([[grad, table]]);
-    out.dispose();
-    grad.values.dispose();
-  };
+  const sparseStep = sparseAdagradStep(hb, { rows, dim, batch, name: 'sparse_step_table' });
+  const step = (i) => sparseStep(batches[i % batches.length]);
   const copyElements = Math.round(bytes / 4);
   const copyFrom = hb.variable(hb.initializers.ones(), { shape: [copyElements] });
   const copyTo = hb.variable(hb.initializers.zeros(), { shape: [copyElements] });

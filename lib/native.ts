@@ -152,6 +152,8 @@ export interface NativeAddon {
   ): { ids: BigInt64Array; rowSplits: Int32Array };
   featureIndicator(what: string, ids: BigInt64Array, rowSplits: Int32Array, weights: Float32Array | undefined, numBuckets: number): Float32Array;
   featureConcatRows(parts: Float32Array[], widths: number[], rows: number): Float32Array;
+  featureRegularSplits(rows: number, width: number): Int32Array;
+  featureFirstNaN(values: Float32Array): number;
   VocabularyTable: new (
     what: string,
     keys: NativeFeatureValues,

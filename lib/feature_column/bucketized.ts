@@ -4,7 +4,7 @@
 import { native } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { CategoricalColumn, DenseColumn } from './column';
-import { Features, featureOf } from './feature_input';
+import { Features, featureOf, regularSplits } from './feature_input';
 import { NumericColumn } from './numeric';
 import { WeightsBeside } from './raw_ids';
 
@@ -42,9 +42,7 @@ export class BucketizedColumn implements CategoricalColumn, DenseColumn {
     const values = this.sourceColumn.valuesOf(featureOf(features, this.sourceColumn.key, this.name));
     const dim = this.sourceColumn.dimension;
     const ids = native.featureBucketize(`feature column '${this.name}'`, values, dim, this.boundaries32);
-    const rows = values.length / dim;
-    const splits = new Int32Array(rows + 1);
-    for (let r = 1; r <= rows; r++) splits[r] = r * dim;
+    const splits = regularSplits(values.length / dim, dim);
     if (weights !== undefined && weights.weights.length !== ids.length) {
       throw new RangeError(`feature column '${weights.owner}': weight feature '${weights.key}' has ${weights.weights.length} values for ${ids.length} buckets`);
     }

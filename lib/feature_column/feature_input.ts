@@ -6,6 +6,7 @@ import { Ragged } from '../tensor/ragged';
 import { StringColumn } from '../tensor/string_column';
 import { Tensor } from '../tensor/tensor';
 import { dtypeOfTypedArray } from '../tensor/dtype';
+import { native } from '../native';
 
 /** One feature of a batch (see API.md: "A batch of features"). */
 export type FeatureInput =
@@ -57,10 +58,16 @@ export function featureOf(features: Features, key: string, column: string): Feat
   return features[key];
 }
 
-function regularSplits(rows: number, width: number): Int32Array {
-  const splits = new Int32Array(rows + 1);
-  for (let i = 1; i <= rows; i++) splits[i] = i * width;
-  return splits;
+/** The row splits of `rows` rows of `width` values each. */
+export function regularSplits(rows: number, width: number): Int32Array {
+  return native.featureRegularSplits(rows, width);
+}
+
+/** Numbers as float32: typed arrays convert in one engine call (bigints need Number()). */
+export function toFloat32(values: Float32Array | Float64Array | Int32Array | BigInt64Array): Float32Array {
+  if (values instanceof Float32Array) return values;
+  if (dtypeOfTypedArray(values) === 'int64') return Float32Array.from(values as BigInt64Array, Number);
+  return new Float32Array(values as Float64Array | Int32Array);
 }
 
 function tensorNotAccepted(column: string, key: string): never {
@@ -193,7 +200,7 @@ export function numericValuesOf(input: FeatureInput | DenseBlock, width: number,
   let values: Float32Array;
   if (input instanceof DenseBlock) {
     if (input.width !== width) throw new RangeError(`feature column '${column}': feature '${key}' has ${input.width} values per example, the column takes ${width}`);
-    values = input.values instanceof Float32Array ? input.values : Float32Array.from(input.values as ArrayLike<number>, Number);
+    values = toFloat32(input.values);
   } else if (input instanceof Tensor) {
     tensorNotAccepted(column, key);
   } else if (input instanceof StringColumn || input instanceof Ragged || isRaggedStrings(input)) {
@@ -203,7 +210,7 @@ export function numericValuesOf(input: FeatureInput | DenseBlock, width: number,
     if (typed.length % width !== 0) {
       throw new RangeError(`feature column '${column}': feature '${key}' has ${typed.length} values, not a multiple of the column's ${width} per example`);
     }
-    values = typed instanceof Float32Array ? typed : Float32Array.from(typed as ArrayLike<number>, Number);
+    values = toFloat32(typed);
   } else if (Array.isArray(input)) {
     const rows = input as ReadonlyArray<unknown>;
     values = new Float32Array(rows.length * width);
@@ -226,7 +233,7 @@ export function numericValuesOf(input: FeatureInput | DenseBlock, width: number,
   } else {
     throw new TypeError(`feature column '${column}': feature '${key}' must be numbers (a typed array, an array or an array of arrays)`);
   }
-  const nanAt = values.findIndex(Number.isNaN);
+  const nanAt = native.featureFirstNaN(values);
   if (nanAt >= 0) {
     throw new RangeError(`feature column '${column}': feature '${key}' value ${nanAt % width} of row ${Math.floor(nanAt / width)} is NaN`);
   }

@@ -4,7 +4,7 @@ import { Ragged } from '../tensor/ragged';
 import { StringColumn } from '../tensor/string_column';
 import { dtypeOfTypedArray } from '../tensor/dtype';
 import { CategoricalColumn, checkCategorical, checkKey } from './column';
-import { DenseBlock, FeatureInput, Features, featureOf } from './feature_input';
+import { DenseBlock, FeatureInput, Features, featureOf, toFloat32 } from './feature_input';
 import { WeightsBeside } from './raw_ids';
 
 /** Columns whose ids are one per raw value, so weights given beside the values follow them. */
@@ -17,12 +17,12 @@ function isWeightable(column: CategoricalColumn): column is WeightableColumn {
 }
 
 function weightsOf(input: FeatureInput | DenseBlock, column: string, key: string): WeightsBeside {
-  if (input instanceof DenseBlock) return { owner: column, key, weights: Float32Array.from(input.values as ArrayLike<number>, Number) };
+  if (input instanceof DenseBlock) return { owner: column, key, weights: toFloat32(input.values) };
   if (input instanceof Ragged || input instanceof StringColumn) {
     throw new TypeError(`feature column '${column}': weight feature '${key}' must hold numbers, not ${input.constructor.name}`);
   }
   const dtype = dtypeOfTypedArray(input);
-  if (dtype !== undefined) return { owner: column, key, weights: dtype === 'float32' ? (input as Float32Array) : Float32Array.from(input as ArrayLike<number>, Number) };
+  if (dtype !== undefined) return { owner: column, key, weights: toFloat32(input as Float32Array | Float64Array | Int32Array | BigInt64Array) };
   if (Array.isArray(input)) {
     const nested = input.some((v) => Array.isArray(v));
     const rows = (nested ? input : input.map((v) => [v])) as unknown[][];

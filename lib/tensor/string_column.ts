@@ -5,7 +5,8 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8');
 
 /**
- * Row i is bytes[offsets[i] .. offsets[i + 1]). `valid`, when present, marks missing
+ * Row i is bytes[offsets[i] .. offsets[i + 1]). The constructor checks the ends only:
+ * a column is made per batch, and native code checks every offset before reading. `valid`, when present, marks missing
  * values with 0 (a missing value has no bytes); without it every value is present.
  * Binary columns use the same layout (get() then decodes the bytes as UTF-8).
  */
@@ -21,9 +22,6 @@ export class StringColumn {
     const n = offsets.length - 1;
     if (offsets[0] !== 0 || offsets[n] !== bytes.length) {
       throw new RangeError(`StringColumn: offsets must start at 0 and end at bytes.length (${bytes.length}), got ${offsets[0]} .. ${offsets[n]}`);
-    }
-    for (let i = 0; i < n; i++) {
-      if (offsets[i + 1] < offsets[i]) throw new RangeError(`StringColumn: offsets decrease at row ${i}`);
     }
     if (valid !== undefined && valid.length !== n) {
       throw new RangeError(`StringColumn: valid has ${valid.length} flags for ${n} values`);
