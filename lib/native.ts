@@ -131,6 +131,33 @@ export interface NativeAddon {
     maxNorm: number,
   ): Promise<NativeTensorHandle>;
 
+  /**
+   * One plan kernel (native/exec/*_kernels.cc), run eagerly on the host executor. An
+   * output given as a shape is a new float32 tensor of zeros; one given as a tensor is
+   * written in place (metric accumulators). `name` is the op named in errors.
+   */
+  kernelRun(
+    kernel: string,
+    inputs: NativeTensorHandle[],
+    outputs: Array<number[] | NativeTensorHandle>,
+    attrs: number[],
+    name?: string,
+  ): Promise<NativeTensorHandle[]>;
+
+  /** A compiled graph (lib/graph/compile.ts's PlanSpec) as a native plan. */
+  planCreate(spec: unknown): NativePlan;
+  /**
+   * One step of `plan` on the host executor: feeds are copied now; `hypers` are the
+   * optimizers' hyperparameters for this step; resolves to copies of the fetched values.
+   */
+  planRun(
+    plan: NativePlan,
+    batchSize: number,
+    feeds: Array<Float32Array | BigInt64Array | Int32Array>,
+    hypers: NativeOptimizerHyper[],
+    fetch: number[],
+  ): Promise<{ outputs: TypedArray[]; nativeMs: number }>;
+
   // Feature-column transforms (synchronous; `what` names the column in errors).
   // Values are UTF-8 bytes with Int32Array offsets, or integer typed arrays.
   featureDropMissing(
@@ -163,12 +190,29 @@ export interface NativeAddon {
   ) => NativeVocabularyTable;
 }
 
+/** An opaque compiled plan. */
+export type NativePlan = { readonly __plan: unique symbol };
+
 export type NativeFeatureValues = Uint8Array | Int32Array | BigInt64Array;
 
 export interface NativeVocabularyTable {
   readonly size: number;
   readonly stringKeys: boolean;
   lookup(values: NativeFeatureValues, offsets: Int32Array | undefined): BigInt64Array;
+}
+
+// The directory of hb-ts's package.json: the addon is found from there, whether this file
+// runs from dist/ or from a compiled copy elsewhere (examples, benches).
+function packageRoot(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      if ((require(path.join(dir, 'package.json')) as { name?: string }).name === 'hb-ts') return dir;
+    } catch {
+      // no package.json here
+    }
+    if (path.dirname(dir) === dir) return path.resolve(__dirname, '..');
+  }
 }
 
 function load(): NativeAddon {
@@ -180,7 +224,7 @@ function load(): NativeAddon {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeAddon;
   try {
-    return nodeGypBuild(path.resolve(__dirname, '..'));
+    return nodeGypBuild(packageRoot());
   } catch (error) {
     throw new Error(
       `hb-ts: the native addon is not built or does not load here (${(error as Error).message}). ` +

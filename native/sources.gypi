@@ -18,6 +18,16 @@
       "native/train/embedding_backward.cc",
       "native/embedding/embedding_lookup.cc",
       "native/embedding/id_routing.cc",
+      "native/kernels/sgemm_cpu.cc",
+      "native/exec/kernel_registry.cc",
+      "native/exec/plan.cc",
+      "native/exec/matmul_kernel.cc",
+      "native/exec/elementwise_kernels.cc",
+      "native/exec/reduce_kernels.cc",
+      "native/exec/shape_kernels.cc",
+      "native/exec/loss_kernels.cc",
+      "native/exec/interaction_kernels.cc",
+      "native/exec/metric_kernels.cc",
       "native/binding/addon.cc",
       "native/binding/arguments.cc",
       "native/binding/async_task.cc",
@@ -29,7 +39,10 @@
       "native/binding/feature_binding.cc",
       "native/binding/strings_binding.cc",
       "native/binding/tensor_binding.cc",
-      "native/binding/tensor_handle.cc"
+      "native/binding/tensor_handle.cc",
+      "native/binding/kernel_binding.cc",
+      "native/binding/plan_binding.cc",
+      "native/binding/optimizer_arguments.cc"
     ],
     "hb_cpu_only_sources": [
       "native/core/cuda_unavailable.cc"

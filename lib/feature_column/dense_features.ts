@@ -4,6 +4,10 @@ import { native } from '../native';
 import { Tensor, tensor } from '../tensor/tensor';
 import { DenseColumn, isCategoricalColumn, isDenseColumn } from './column';
 import { Features, readTensorFeatures } from './feature_input';
+import { SymbolicTensor } from '../graph/graph';
+import { concat } from '../graph/ops/array';
+import { symbolicSource } from '../graph/symbolic_features';
+import { symbolicColumn } from './symbolic_column';
 
 export interface DenseFeaturesOptions {
   /** HybridBackend's coalescing groups for the embedding lookups; default: each column's embNumGroups. */
@@ -13,7 +17,9 @@ export interface DenseFeaturesOptions {
 }
 
 export interface DenseFeaturesLayer<Out> {
+  /** On a concrete batch: a promise of the values. On a modelFn's symbolic features: a symbolic tensor. */
   (features: Features): Promise<Out>;
+  (features: Record<string, unknown>): SymbolicTensor;
   /** The columns in output order (sorted by name). */
   readonly columns: readonly DenseColumn[];
   readonly numGroups: number;
@@ -53,7 +59,7 @@ export function DenseFeatures(columns: readonly DenseColumn[], options: DenseFea
   const numGroups = options.numGroups ?? groupDefault;
   if (!Number.isSafeInteger(numGroups) || numGroups < 1) throw new RangeError(`DenseFeatures: numGroups must be an integer >= 1, got ${String(numGroups)}`);
 
-  const layer = async (features: Features): Promise<Tensor | Tensor[]> => {
+  const eager = async (features: Features): Promise<Tensor | Tensor[]> => {
     const read = await readTensorFeatures(features);
     const parts = await Promise.all(sorted.map((c) => c.denseValues(read)));
     const rows = parts[0].rows;
@@ -66,6 +72,14 @@ export function DenseFeatures(columns: readonly DenseColumn[], options: DenseFea
     const widths = sorted.map((c) => c.dimension);
     const out = native.featureConcatRows(parts.map((p) => p.values), widths, rows);
     return tensor(out, [rows, widths.reduce((a, b) => a + b, 0)]);
+  };
+  // Inside a modelFn the features are symbolic: the layer adds the columns' feeds,
+  // lookups and the concat to the graph and returns a symbolic tensor at once.
+  const layer = (features: Features): Promise<Tensor | Tensor[]> | SymbolicTensor | SymbolicTensor[] => {
+    const source = symbolicSource(features);
+    if (!source) return eager(features);
+    const parts = sorted.map((c) => symbolicColumn(c, source));
+    return enableConcat ? concat(parts, 1, 'dense_features/concat') : parts;
   };
   return Object.assign(layer, {
     columns: sorted,

@@ -61,7 +61,7 @@ class EmbeddingTable {
   }
 }
 
-abstract class LookupColumn implements DenseColumn {
+export abstract class LookupColumn implements DenseColumn {
   readonly keys: readonly string[];
   /** Every embedding option, resolved when the column was made. */
   readonly options: EmbeddingOptionValues;
@@ -79,6 +79,11 @@ abstract class LookupColumn implements DenseColumn {
   }
 
   abstract get name(): string;
+
+  /** The table's TF name (`<column>_embedding/embedding_weights`, or the shared collection's), as checkpoints know it. */
+  get tableName(): string {
+    return this.table.spec.name;
+  }
 
   /** The [numBuckets, dimension] table (made on first use, on options.embDevice). */
   get variable(): Variable {

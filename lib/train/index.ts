@@ -8,3 +8,4 @@ export {
   FtrlOptimizer,
   RowwiseAdagradOptimizer,
 } from './optimizers';
+export { TrainOp, GlobalStep, getOrCreateGlobalStep, trainableVariables } from './train_op';

@@ -5,6 +5,10 @@ import { native, NativeOptimizerHyper } from '../native';
 import { IndexedSlices } from '../tensor/indexed_slices';
 import { Tensor } from '../tensor/tensor';
 import { Variable, variable } from '../tensor/variable';
+import { gradients } from '../graph/autodiff';
+import { SymbolicTensor } from '../graph/graph';
+import { applyEffect } from '../graph/op_registry';
+import { denseApplyDef, sparseApplyDef, TrainOp } from './train_op';
 
 export interface SlotSpec {
   /** TensorFlow's slot name ('accumulator', 'm', ...). */
@@ -69,6 +73,50 @@ export abstract class Optimizer {
     } finally {
       this.finishStep();
     }
+  }
+
+  /**
+   * Adds the update of every trainable variable the loss depends on to the loss's graph
+   * (inside a modelFn): dense variables get this optimizer's dense rule, embedding tables
+   * a fused lookup backward + sparse update of the rows seen. Returns the train op for
+   * EstimatorSpec.
+   */
+  minimize(loss: SymbolicTensor, options: { varList?: Variable[]; globalStep?: unknown; name?: string } = {}): TrainOp {
+    if (!(loss instanceof SymbolicTensor)) throw new TypeError('minimize: loss must be a symbolic tensor (inside a modelFn)');
+    const grads = gradients(loss, options.varList);
+    if (grads.length === 0) throw new Error('minimize: the loss depends on no trainable variable');
+    const nodes = grads.map((g) => {
+      const slots = this.slotVariables(g.variable);
+      const name = `${options.name ?? this.constructor.name}/update_${g.variable.name}`;
+      if (g.sparse) {
+        return applyEffect(sparseApplyDef, g.sparse.grads, { variable: g.variable, slots, optimizer: this, lookups: g.sparse.lookups }, name);
+      }
+      return applyEffect(denseApplyDef, [g.dense as SymbolicTensor], { variable: g.variable, slots, optimizer: this }, name);
+    });
+    return new TrainOp(loss, this, nodes, grads.map((g) => g.variable));
+  }
+
+  /** @internal The hyperparameters of the next update (a compiled step passes them to native code). */
+  stepHyper(): NativeOptimizerHyper {
+    return this.hyper();
+  }
+
+  /** @internal Called after each compiled step that applied this optimizer. */
+  afterStep(): void {
+    this.finishStep();
+  }
+
+  /** @internal Scalars the optimizer keeps besides its slots (Adam's beta powers), for checkpoints. */
+  scalarState(): Record<string, number> {
+    return {};
+  }
+
+  /** @internal */
+  restoreScalarState(_state: Record<string, number>): void {}
+
+  /** @internal The slot variables of `v`, made on first use beside it. */
+  slotVariables(v: Variable): Variable[] {
+    return this.slotsFor(v);
   }
 
   private slotsFor(v: Variable): Variable[] {

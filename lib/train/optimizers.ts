@@ -91,6 +91,13 @@ export class AdamOptimizer extends Optimizer {
       beta2Power: this.beta2Power,
     };
   }
+  scalarState(): Record<string, number> {
+    return { beta1_power: this.beta1Power, beta2_power: this.beta2Power };
+  }
+  restoreScalarState(state: Record<string, number>): void {
+    if (typeof state.beta1_power === 'number') this.beta1Power = state.beta1_power;
+    if (typeof state.beta2_power === 'number') this.beta2Power = state.beta2_power;
+  }
   protected finishStep(): void {
     this.beta1Power = Math.fround(this.beta1Power * Math.fround(this.beta1));
     this.beta2Power = Math.fround(this.beta2Power * Math.fround(this.beta2));

@@ -19,6 +19,8 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exportRouting(env, exports);
   exportTrain(env, exports);
   exportFeature(env, exports);
+  exportKernel(env, exports);
+  exportPlan(env, exports);
   return exports;
 }
 

@@ -13,6 +13,8 @@ void exportStrings(Napi::Env env, Napi::Object exports);
 void exportRouting(Napi::Env env, Napi::Object exports);
 void exportTrain(Napi::Env env, Napi::Object exports);
 void exportFeature(Napi::Env env, Napi::Object exports);
+void exportKernel(Napi::Env env, Napi::Object exports);
+void exportPlan(Napi::Env env, Napi::Object exports);
 
 }  // namespace binding
 }  // namespace hb

@@ -6,6 +6,7 @@
 #include "native/binding/async_task.h"
 #include "native/binding/exports.h"
 #include "native/binding/lookup_arguments.h"
+#include "native/binding/optimizer_arguments.h"
 #include "native/binding/tensor_handle.h"
 #include "native/core/status.h"
 #include "native/train/embedding_backward.h"
@@ -15,37 +16,6 @@ namespace hb {
 namespace binding {
 
 namespace {
-
-float hyperField(const Napi::Object& spec, const char* key, float fallback) {
-  return finiteFloatField(spec, key, fallback, "optimizer");
-}
-
-OptimizerHyper parseHyper(const Napi::Value& value) {
-  if (!value.IsObject()) throw Napi::TypeError::New(value.Env(), "optimizer: hyperparameters must be an object");
-  Napi::Object spec = value.As<Napi::Object>();
-  OptimizerHyper h;
-  const double kind = numberArgument(spec.Get("kind"), "optimizer kind");
-  HB_CHECK(kind >= 0 && kind <= 5 && std::floor(kind) == kind, "optimizer: unknown kind ", kind);
-  h.kind = OptimizerKind(int32_t(kind));
-  h.learningRate = hyperField(spec, "learningRate", 0.0f);
-  h.momentum = hyperField(spec, "momentum", 0.0f);
-  h.nesterov = spec.Get("nesterov").ToBoolean();
-  h.beta1 = hyperField(spec, "beta1", 0.9f);
-  h.beta2 = hyperField(spec, "beta2", 0.999f);
-  h.epsilon = hyperField(spec, "epsilon", 1e-8f);
-  h.lazy = spec.Get("lazy").ToBoolean();
-  h.learningRatePower = hyperField(spec, "learningRatePower", -0.5f);
-  h.l1 = hyperField(spec, "l1", 0.0f);
-  h.l2 = hyperField(spec, "l2", 0.0f);
-  h.l2Shrinkage = hyperField(spec, "l2Shrinkage", 0.0f);
-  if (h.kind == OptimizerKind::Adam) {
-    // TF's ApplyAdam: alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t), in float.
-    const float beta1Power = hyperField(spec, "beta1Power", h.beta1);
-    const float beta2Power = hyperField(spec, "beta2Power", h.beta2);
-    h.alpha = divRn(mulRn(h.learningRate, sqrtf(subRn(1.0f, beta2Power))), subRn(1.0f, beta1Power));
-  }
-  return h;
-}
 
 // optimizerApply(hyper, variable, name, slot0 | null, slot1 | null, grad | null,
 //                values | null, indices | null, checkOnly) -> Promise<void> | undefined

@@ -1,0 +1,146 @@
+#!/usr/bin/env node
+// The graph's matmul kernel (native/kernels/sgemm_cpu.cc) on DLRM's layer shapes, batch
+// 4096: forward products and the two backward ones of each layer (dX = dY W^T and
+// dW = X^T dY). Prints GFLOP/s through native.kernelRun (the eager path: one async call
+// per product, the output written in place) and the ratio to PyTorch's torch.mm on the
+// same shapes and thread count when /usr/bin/python3 has torch. A ratio that needs no
+// PyTorch comes first: against a plain triple loop in JavaScript on one small shape.
+//
+//   node bench/matmul.bench.js [--batch 4096] [--iters 30]
+//
+// HB_SGEMM_ISA=portable|avx2 caps the instruction set the kernel picks (default: the
+// best the CPU has, AVX-512 included); HB_NUM_THREADS sets the threads of both sides.
+'use strict';
+const { spawnSync } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+const hb = require(path.resolve(__dirname, '..'));
+const { native } = require(path.resolve(__dirname, '..', 'dist', 'native'));
+const { describeMachine } = require('./machine');
+const { option } = require('./options');
+const { seededUniform } = require('./workloads');
+
+const batch = option('batch', 4096);
+const iters = option('iters', 30);
+
+// [transA, transB, M, N, K, what]: op(A) is [M, K], op(B) is [K, N]. DLRM's bottom MLP
+// 13-512-256-64 and the first layer of its top MLP (415 = 64 + 26 * 27 / 2 interaction
+// outputs, 512 units).
+const shapes = [
+  [0, 0, batch, 512, 13, 'bottom 13->512 forward'],
+  [0, 0, batch, 256, 512, 'bottom 512->256 forward'],
+  [0, 0, batch, 64, 256, 'bottom 256->64 forward'],
+  [0, 0, batch, 512, 415, 'top 415->512 forward'],
+  [0, 1, batch, 512, 256, 'bottom 512->256 dX = dY W^T'],
+  [0, 1, batch, 256, 64, 'bottom 256->64 dX = dY W^T'],
+  [1, 0, 512, 256, batch, 'bottom 512->256 dW = X^T dY'],
+  [1, 0, 256, 64, batch, 'bottom 256->64 dW = X^T dY'],
+  [1, 0, 13, 512, batch, 'bottom 13->512 dW = X^T dY'],
+  [1, 0, 415, 512, batch, 'top 415->512 dW = X^T dY'],
+];
+
+// A native copy: cache-line aligned like the buffers a compiled plan allocates (a typed
+// array passed as is would be viewed in place, at whatever alignment V8 gave it).
+function randomTensor(shape, seed) {
+  const random = seededUniform(seed);
+  const values = Float32Array.from({ length: shape[0] * shape[1] }, () => random() * 2 - 1);
+  return native.tensorFromTypedArray(values, shape, 'cpu', true);
+}
+
+// Median seconds of `iters` awaited calls, after a warm-up that sizes the packing
+// buffers and wakes the thread pool.
+async function medianSeconds(fn, count) {
+  for (let i = 0; i < 3; i++) await fn();
+  const times = [];
+  for (let i = 0; i < count; i++) {
+    const start = process.hrtime.bigint();
+    await fn();
+    times.push(Number(process.hrtime.bigint() - start) / 1e9);
+  }
+  return times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
+}
+
+// The output is allocated by the first call and written in place by the others.
+async function matmulCall([transA, transB, m, n, k], seed) {
+  const inputs = [randomTensor(transA ? [k, m] : [m, k], seed), randomTensor(transB ? [n, k] : [k, n], seed + 1)];
+  const [out] = await native.kernelRun('matmul', inputs, [[m, n]], [transA, transB], 'bench/matmul');
+  return () => native.kernelRun('matmul', inputs, [out], [transA, transB], 'bench/matmul');
+}
+
+// C = A * B, i-k-j order (rows of B and C read in order): the loop one writes first.
+function naiveMatmul(a, b, c, m, n, k) {
+  c.fill(0);
+  for (let i = 0; i < m; i++) {
+    for (let p = 0; p < k; p++) {
+      const x = a[i * k + p];
+      for (let j = 0; j < n; j++) c[i * n + j] += x * b[p * n + j];
+    }
+  }
+}
+
+// PyTorch's torch.mm on the same shapes, when /usr/bin/python3 has torch.
+function torchPeer(threads) {
+  const python = '/usr/bin/python3';
+  if (!fs.existsSync(python)) return { error: `no ${python}` };
+  const script = path.join(__dirname, 'peers', 'torch_matmul.py');
+  const spec = JSON.stringify(shapes.map((s) => s.slice(0, 5)));
+  const result = spawnSync(python, [script, spec, String(iters), String(threads)], { encoding: 'utf8' });
+  if (result.status !== 0) {
+    const reason = (result.stderr || String(result.error || '')).trim().split('\n').pop();
+    return { error: reason || `exit status ${result.status}` };
+  }
+  return JSON.parse(result.stdout.trim().split('\n').pop());
+}
+
+const gflops = (m, n, k, seconds) => (2 * m * n * k) / seconds / 1e9;
+
+async function main() {
+  console.log(describeMachine(hb));
+  const threads = hb.backend().threads;
+  const isa = process.env.HB_SGEMM_ISA ? ` (HB_SGEMM_ISA=${process.env.HB_SGEMM_ISA})` : '';
+
+  // Baseline without PyTorch: a plain JS triple loop, one thread, one small shape.
+  const small = 256;
+  const random = seededUniform(3);
+  const a = Float32Array.from({ length: small * small }, () => random() * 2 - 1);
+  const b = Float32Array.from({ length: small * small }, () => random() * 2 - 1);
+  const c = new Float32Array(small * small);
+  const naive = await medianSeconds(async () => naiveMatmul(a, b, c, small, small, small), 5);
+  const smallCall = await matmulCall([0, 0, small, small, small], 3);
+  const ours = await medianSeconds(smallCall, iters);
+  console.log(
+    `matmul ${small}x${small}x${small}${isa}: hb-ts ${gflops(small, small, small, ours).toFixed(1)} GFLOP/s ` +
+      `(${(ours * 1e3).toFixed(3)} ms, ${threads} threads) | plain JS triple loop: ` +
+      `${gflops(small, small, small, naive).toFixed(2)} GFLOP/s (${(naive * 1e3).toFixed(1)} ms, 1 thread) | ` +
+      `hb-ts is ${(naive / ours).toFixed(0)}x its speed`,
+  );
+
+  const seconds = [];
+  for (let s = 0; s < shapes.length; s++) seconds.push(await medianSeconds(await matmulCall(shapes[s], 10 + 2 * s), iters));
+  const torch = torchPeer(threads);
+  if (torch.error) console.log(`PyTorch peer not run (${torch.error}); hb-ts figures only`);
+  let ratioLog = 0;
+  for (let s = 0; s < shapes.length; s++) {
+    const [transA, transB, m, n, k, what] = shapes[s];
+    const stored = `${transA ? `[${k},${m}]^T` : `[${m},${k}]`} x ${transB ? `[${n},${k}]^T` : `[${k},${n}]`}`;
+    let line =
+      `matmul ${stored} (${what})${isa}: ${gflops(m, n, k, seconds[s]).toFixed(1)} GFLOP/s ` +
+      `(${(seconds[s] * 1e3).toFixed(3)} ms, ${threads} threads)`;
+    if (!torch.error) {
+      const theirs = torch.seconds[s];
+      ratioLog += Math.log(theirs / seconds[s]);
+      line +=
+        ` | PyTorch ${torch.torch} torch.mm, ${torch.threads} threads: ${gflops(m, n, k, theirs).toFixed(1)} GFLOP/s; ` +
+        `hb-ts is ${(theirs / seconds[s]).toFixed(2)}x its speed`;
+    }
+    console.log(line);
+  }
+  if (!torch.error) {
+    console.log(`geometric mean over ${shapes.length} shapes: hb-ts is ${Math.exp(ratioLog / shapes.length).toFixed(2)}x PyTorch's speed`);
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,494 @@
+// The Estimator's checkpoint files: one safetensors file per saved step plus a small
+// JSON manifest (checkpoint.json) naming them, oldest first, the way TensorFlow's
+// `checkpoint` state file does. Every file is written to a temporary name, fsynced and
+// renamed into place, and the manifest changes only after the checkpoint it names is
+// durable, so a crash at any moment leaves either the previous or the new state.
+import { createHash, randomBytes } from 'crypto';
+import { promises as fsp } from 'fs';
+import type { FileHandle } from 'fs/promises';
+import * as os from 'os';
+import * as path from 'path';
+
+export type CheckpointDType = 'float32' | 'float64' | 'int32' | 'int64';
+
+export interface CheckpointTensor {
+  name: string;
+  dtype: CheckpointDType;
+  shape: number[];
+  data: Float32Array | Float64Array | Int32Array | BigInt64Array;
+}
+
+export interface CheckpointInfo {
+  /** Path of the .safetensors file. */
+  path: string;
+  globalStep: number;
+}
+
+export interface LoadedCheckpoint {
+  globalStep: number;
+  tensors: Map<string, CheckpointTensor>;
+  /** The caller's metadata as saved; the reserved keys are not included. */
+  metadata: Record<string, string>;
+}
+
+export interface LatestCheckpoint extends LoadedCheckpoint {
+  path: string;
+  /** Newer checkpoints that were refused, newest first, with the reason. */
+  skipped: Array<{ path: string; error: string }>;
+}
+
+type TypedArray = CheckpointTensor['data'];
+type TypedArrayClass = { new (length: number): TypedArray; readonly BYTES_PER_ELEMENT: number };
+
+const DTYPES: Record<CheckpointDType, { code: string; itemSize: number; array: TypedArrayClass }> = {
+  float32: { code: 'F32', itemSize: 4, array: Float32Array },
+  float64: { code: 'F64', itemSize: 8, array: Float64Array },
+  int32: { code: 'I32', itemSize: 4, array: Int32Array },
+  int64: { code: 'I64', itemSize: 8, array: BigInt64Array },
+};
+const DTYPE_BY_CODE = new Map(Object.entries(DTYPES).map(([dtype, d]) => [d.code, dtype as CheckpointDType]));
+
+const FORMAT = 'hb-ts/1';
+const RESERVED_METADATA_KEYS = ['global_step', 'sha256', 'format'];
+const MANIFEST = 'checkpoint.json';
+// Exactly the names we write (no leading zeros), so a name and a step map one to one
+// and nothing in a tampered manifest can point outside the model directory.
+const CHECKPOINT_NAME = /^model\.ckpt-(0|[1-9][0-9]*)\.safetensors$/;
+// The reference implementation refuses headers above 100 MB; a larger length is a
+// corrupt prefix, and trusting it would mean allocating whatever it says.
+const MAX_HEADER_BYTES = 100_000_000;
+// Reads and writes go in pieces: a single call is capped near 2 GiB, and chunks let the
+// hash advance alongside the I/O.
+const IO_CHUNK = 64 * 1024 * 1024;
+// Directory fsync is impossible on some platforms (Windows, some network filesystems);
+// there the rename is as durable as that platform makes it.
+const DIR_FSYNC_UNSUPPORTED = new Set(['EISDIR', 'EINVAL', 'EPERM', 'EBADF', 'ENOTSUP']);
+
+export function checkpointFileName(globalStep: number): string {
+  return `model.ckpt-${globalStep}.safetensors`;
+}
+
+/**
+ * Writes model.ckpt-<globalStep>.safetensors and updates the manifest; deletes
+ * checkpoints beyond keepMax (oldest first; keepMax 0 or undefined = keep all).
+ * The typed arrays must not change until the returned promise settles: they are written
+ * straight from their memory, not copied first.
+ */
+export async function saveCheckpoint(
+  modelDir: string,
+  globalStep: number,
+  tensors: CheckpointTensor[],
+  options: { keepMax?: number; metadata?: Record<string, string> } = {},
+): Promise<CheckpointInfo> {
+  assertLittleEndian();
+  if (typeof globalStep !== 'number' || !Number.isSafeInteger(globalStep) || globalStep < 0) {
+    throw new Error(`saveCheckpoint: globalStep must be a non-negative integer, got ${String(globalStep)}`);
+  }
+  const keepMax = options.keepMax ?? 0;
+  if (!Number.isSafeInteger(keepMax) || keepMax < 0) {
+    throw new Error(`saveCheckpoint: keepMax must be a non-negative integer, got ${String(options.keepMax)}`);
+  }
+  const userMetadata = checkUserMetadata(options.metadata ?? {});
+  const layout = planLayout(tensors);
+
+  return exclusive(path.resolve(modelDir), async () => {
+    await fsp.mkdir(modelDir, { recursive: true });
+    const name = checkpointFileName(globalStep);
+    await writeAtomically(modelDir, name, (fh) => writeSafetensors(fh, layout, globalStep, userMetadata));
+
+    // Saving a step again replaces it, and moves it to the newest place: order is the
+    // order of saving, as with TensorFlow's CheckpointManager, not of step.
+    const previous = (await existingCheckpoints(modelDir)).map((c) => path.basename(c.path));
+    let all = previous.filter((n) => n !== name).concat(name);
+    if (keepMax > 0) all = all.slice(-keepMax);
+    const manifest = JSON.stringify({ latest: name, all }, null, 2) + '\n';
+    await writeAtomically(modelDir, MANIFEST, (fh) => writeAll(fh, Buffer.from(manifest, 'utf8'), 0));
+
+    // Only now, with the manifest no longer naming them, are the old files expendable.
+    for (const old of previous) {
+      if (all.includes(old)) continue;
+      await fsp.rm(path.join(modelDir, old), { force: true });
+    }
+    return { path: path.join(modelDir, name), globalStep };
+  });
+}
+
+/** The checkpoints the manifest lists, oldest first (only files that exist). */
+export async function listCheckpoints(modelDir: string): Promise<CheckpointInfo[]> {
+  return existingCheckpoints(modelDir);
+}
+
+/**
+ * Reads and verifies one checkpoint file; throws an Error naming the file and what is
+ * wrong (truncated, bad header, checksum mismatch, shape/size mismatch).
+ */
+export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
+  assertLittleEndian();
+  const fail = (what: string): never => {
+    throw new Error(`Checkpoint ${file}: ${what}`);
+  };
+  const fh = await fsp.open(file, 'r');
+  try {
+    const fileSize = (await fh.stat()).size;
+    if (fileSize < 8) fail(`truncated: ${fileSize} bytes, not even the 8-byte header length`);
+    const prefix = Buffer.alloc(8);
+    await readExactly(fh, prefix, 0, fail);
+    const headerLength = prefix.readBigUInt64LE(0);
+    if (headerLength > BigInt(MAX_HEADER_BYTES)) fail(`bad header: header length ${headerLength} is implausible (limit ${MAX_HEADER_BYTES})`);
+    if (headerLength > BigInt(fileSize - 8)) fail(`truncated: header length ${headerLength} runs past the end of the ${fileSize}-byte file`);
+    const headerBytes = Buffer.alloc(Number(headerLength));
+    await readExactly(fh, headerBytes, 8, fail);
+
+    const dataStart = 8 + headerBytes.length;
+    const header = parseHeader(headerBytes, fileSize - dataStart, fail);
+    const stepInName = CHECKPOINT_NAME.exec(path.basename(file));
+    if (stepInName && Number(stepInName[1]) !== header.globalStep) {
+      fail(`bad header: global_step ${header.globalStep} does not match the file name`);
+    }
+
+    // Each tensor gets its own freshly allocated array, read straight into: the memory is
+    // aligned whatever the offsets, and no file-sized buffer is kept alive by views.
+    const hash = createHash('sha256');
+    const tensors = new Map<string, CheckpointTensor>();
+    for (const entry of header.entries) {
+      const { array, itemSize } = DTYPES[entry.dtype];
+      const data = new array((entry.end - entry.begin) / itemSize);
+      const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+      await readExactly(fh, bytes, dataStart + entry.begin, fail, hash);
+      tensors.set(entry.name, { name: entry.name, dtype: entry.dtype, shape: entry.shape, data });
+    }
+    const actual = hash.digest('hex');
+    if (actual !== header.sha256) fail(`checksum mismatch: the data's sha256 is ${actual}, the header records ${header.sha256}`);
+    return { globalStep: header.globalStep, tensors, metadata: header.userMetadata };
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * The newest checkpoint that verifies, falling back to older ones; `skipped` lists the
+ * files refused and why. undefined when the directory has no checkpoint at all; when it
+ * has some and none verifies this throws, since quietly starting from scratch would
+ * train over (and with keepMax, delete) what is left of the model.
+ */
+export async function loadLatestCheckpoint(modelDir: string): Promise<LatestCheckpoint | undefined> {
+  const candidates = await existingCheckpoints(modelDir);
+  const skipped: Array<{ path: string; error: string }> = [];
+  for (const candidate of candidates.reverse()) {
+    try {
+      const loaded = await loadCheckpoint(candidate.path);
+      return { ...loaded, path: candidate.path, skipped };
+    } catch (err) {
+      skipped.push({ path: candidate.path, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  if (skipped.length === 0) return undefined;
+  throw new Error(`No usable checkpoint in ${modelDir}:\n` + skipped.map((s) => `  ${s.error}`).join('\n'));
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing
+
+interface PlannedTensor {
+  tensor: CheckpointTensor;
+  code: string;
+  begin: number;
+  end: number;
+}
+
+function planLayout(tensors: CheckpointTensor[]): PlannedTensor[] {
+  const seen = new Set<string>();
+  for (const t of tensors) {
+    const where = `saveCheckpoint: tensor ${JSON.stringify(t?.name)}`;
+    if (typeof t?.name !== 'string' || t.name === '') throw new Error(`${where}: the name must be a non-empty string`);
+    if (t.name === '__metadata__') throw new Error(`${where}: the name is reserved by the safetensors format`);
+    if (seen.has(t.name)) throw new Error(`${where}: duplicate tensor name`);
+    seen.add(t.name);
+    if (!Object.prototype.hasOwnProperty.call(DTYPES, t.dtype)) throw new Error(`${where}: unknown dtype ${JSON.stringify(t.dtype)}`);
+    const spec = DTYPES[t.dtype];
+    if (Object.prototype.toString.call(t.data) !== `[object ${spec.array.name}]`) throw new Error(`${where}: dtype ${t.dtype} needs a ${spec.array.name}, got ${t.data?.constructor?.name}`);
+    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      throw new Error(`${where}: the shape must be an array of non-negative integers, got ${JSON.stringify(t.shape)}`);
+    }
+    const count = t.shape.reduce((a, b) => a * b, 1);
+    if (count !== t.data.length) throw new Error(`${where}: shape [${t.shape}] holds ${count} values but the data has ${t.data.length}`);
+  }
+  // Eight-byte types first (stable otherwise), as the reference writer does: with the
+  // header padded to 8, every tensor then starts aligned for its type, which zero-copy
+  // readers (mmap) elsewhere rely on.
+  const ordered = tensors
+    .map((tensor, index) => ({ tensor, index }))
+    .sort((a, b) => DTYPES[b.tensor.dtype].itemSize - DTYPES[a.tensor.dtype].itemSize || a.index - b.index);
+  let offset = 0;
+  return ordered.map(({ tensor }) => {
+    const begin = offset;
+    offset += tensor.data.byteLength;
+    return { tensor, code: DTYPES[tensor.dtype].code, begin, end: offset };
+  });
+}
+
+function checkUserMetadata(metadata: Record<string, string>): Record<string, string> {
+  for (const [key, value] of Object.entries(metadata)) {
+    if (RESERVED_METADATA_KEYS.includes(key)) {
+      throw new Error(`saveCheckpoint: metadata key ${JSON.stringify(key)} is reserved (${RESERVED_METADATA_KEYS.join(', ')})`);
+    }
+    if (typeof value !== 'string') throw new Error(`saveCheckpoint: metadata ${JSON.stringify(key)} must be a string, got ${typeof value}`);
+  }
+  return metadata;
+}
+
+/** The 8-byte length and the space-padded JSON header. */
+function encodeHeader(layout: PlannedTensor[], globalStep: number, userMetadata: Record<string, string>, sha256: string): Buffer {
+  const header: Record<string, unknown> = {
+    __metadata__: { ...userMetadata, global_step: String(globalStep), sha256, format: FORMAT },
+  };
+  for (const p of layout) header[p.tensor.name] = { dtype: p.code, shape: p.tensor.shape, data_offsets: [p.begin, p.end] };
+  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const padded = Math.ceil(json.length / 8) * 8;
+  const out = Buffer.alloc(8 + padded, 0x20);
+  out.writeBigUInt64LE(BigInt(padded), 0);
+  json.copy(out, 8);
+  return out;
+}
+
+async function writeSafetensors(fh: FileHandle, layout: PlannedTensor[], globalStep: number, userMetadata: Record<string, string>): Promise<void> {
+  // The checksum belongs in the header but is known only after the data went by, so the
+  // header goes out first with a placeholder of the same length (hex sha256 is always 64
+  // characters) and is rewritten in place at the end: a single pass over the arrays.
+  const placeholder = encodeHeader(layout, globalStep, userMetadata, '0'.repeat(64));
+  await writeAll(fh, placeholder, 0);
+  const hash = createHash('sha256');
+  let position = placeholder.length;
+  for (const p of layout) {
+    const data = p.tensor.data;
+    await writeAll(fh, new Uint8Array(data.buffer, data.byteOffset, data.byteLength), position, hash);
+    position += data.byteLength;
+  }
+  const header = encodeHeader(layout, globalStep, userMetadata, hash.digest('hex'));
+  if (header.length !== placeholder.length) throw new Error('saveCheckpoint: internal error, header length changed');
+  await writeAll(fh, header, 0);
+}
+
+/**
+ * Creates `dir/name` through a temporary file in the same directory (so the rename
+ * cannot cross filesystems), durable before and after the rename.
+ */
+async function writeAtomically(dir: string, name: string, write: (fh: FileHandle) => Promise<void>): Promise<void> {
+  const temp = path.join(dir, `.${name}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+  let renamed = false;
+  try {
+    const fh = await fsp.open(temp, 'wx');
+    try {
+      await write(fh);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fsp.rename(temp, path.join(dir, name));
+    renamed = true;
+    await fsyncDirectory(dir);
+  } finally {
+    if (!renamed) await fsp.rm(temp, { force: true }).catch(() => undefined);
+  }
+}
+
+async function fsyncDirectory(dir: string): Promise<void> {
+  let fh: FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, 'r');
+    await fh.sync();
+  } catch (err) {
+    if (!DIR_FSYNC_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
+  } finally {
+    await fh?.close();
+  }
+}
+
+async function writeAll(fh: FileHandle, bytes: Uint8Array, position: number, hash?: ReturnType<typeof createHash>): Promise<void> {
+  for (let done = 0; done < bytes.byteLength; ) {
+    const chunk = bytes.subarray(done, done + IO_CHUNK);
+    let written = 0;
+    while (written < chunk.byteLength) {
+      const { bytesWritten } = await fh.write(chunk, written, chunk.byteLength - written, position + done + written);
+      written += bytesWritten;
+    }
+    hash?.update(chunk);
+    done += chunk.byteLength;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading
+
+interface HeaderEntry {
+  name: string;
+  dtype: CheckpointDType;
+  shape: number[];
+  begin: number;
+  end: number;
+}
+
+interface ParsedHeader {
+  entries: HeaderEntry[]; // in data order
+  globalStep: number;
+  sha256: string;
+  userMetadata: Record<string, string>;
+}
+
+function parseHeader(bytes: Buffer, dataLength: number, fail: (what: string) => never): ParsedHeader {
+  let header: unknown;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (err) {
+    fail(`bad header: not valid UTF-8 JSON (${(err as Error).message})`);
+  }
+  if (!isPlainObject(header)) fail('bad header: the JSON is not an object');
+
+  const meta = header.__metadata__;
+  if (!isPlainObject(meta) || !Object.values(meta).every((v) => typeof v === 'string')) {
+    fail('bad header: __metadata__ is missing or not a map of strings');
+  }
+  const strings = meta as Record<string, string>;
+  if (strings.format !== FORMAT) fail(`bad header: format ${JSON.stringify(strings.format)} is not ${FORMAT}`);
+  if (!/^(0|[1-9][0-9]*)$/.test(strings.global_step ?? '') || !Number.isSafeInteger(Number(strings.global_step))) {
+    fail(`bad header: global_step ${JSON.stringify(strings.global_step)} is not a non-negative integer`);
+  }
+  if (!/^[0-9a-f]{64}$/.test(strings.sha256 ?? '')) fail(`bad header: sha256 ${JSON.stringify(strings.sha256)} is not a hex SHA-256`);
+  const userMetadata: Record<string, string> = {};
+  for (const [k, v] of Object.entries(strings)) if (!RESERVED_METADATA_KEYS.includes(k)) userMetadata[k] = v;
+
+  const entries: HeaderEntry[] = [];
+  for (const [name, raw] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const where = `bad header: tensor ${JSON.stringify(name)}`;
+    if (!isPlainObject(raw)) fail(`${where} is not an object`);
+    const dtype = typeof raw.dtype === 'string' ? DTYPE_BY_CODE.get(raw.dtype) : undefined;
+    if (!dtype) fail(`${where} has unsupported dtype ${JSON.stringify(raw.dtype)}`);
+    const shape = raw.shape;
+    if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      fail(`${where} has an invalid shape ${JSON.stringify(shape)}`);
+    }
+    const offsets = raw.data_offsets;
+    if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => Number.isSafeInteger(o) && o >= 0)) {
+      fail(`${where} has invalid data_offsets ${JSON.stringify(offsets)}`);
+    }
+    entries.push({ name, dtype: dtype!, shape: shape as number[], begin: offsets[0], end: offsets[1] });
+  }
+
+  // Tensors must tile the data buffer exactly: in order, no gaps, no overlaps, nothing
+  // after the last one, and each exactly as long as its shape says.
+  entries.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let cursor = 0;
+  for (const e of entries) {
+    const where = `tensor ${JSON.stringify(e.name)}`;
+    if (e.begin !== cursor) fail(`bad header: ${where} starts at ${e.begin}, expected ${cursor} (offsets must be contiguous)`);
+    if (e.end < e.begin) fail(`bad header: ${where} ends before it begins`);
+    const expected = e.shape.reduce((a, b) => a * b, 1) * DTYPES[e.dtype].itemSize;
+    if (e.end - e.begin !== expected) {
+      fail(`shape/size mismatch: ${where} has shape [${e.shape}] of ${DTYPES[e.dtype].code} (${expected} bytes) but data_offsets span ${e.end - e.begin}`);
+    }
+    cursor = e.end;
+  }
+  if (cursor > dataLength) fail(`truncated: the header describes ${cursor} data bytes but the file holds ${dataLength}`);
+  if (cursor < dataLength) fail(`bad size: ${dataLength - cursor} bytes after the last tensor`);
+
+  return { entries, globalStep: Number(strings.global_step), sha256: strings.sha256, userMetadata };
+}
+
+async function readExactly(fh: FileHandle, target: Uint8Array, position: number, fail: (what: string) => never, hash?: ReturnType<typeof createHash>): Promise<void> {
+  for (let done = 0; done < target.byteLength; ) {
+    const length = Math.min(target.byteLength - done, IO_CHUNK);
+    const { bytesRead } = await fh.read(target, done, length, position + done);
+    // The size was checked up front, so this is the file shrinking under us.
+    if (bytesRead === 0) fail(`truncated: unexpected end of file at byte ${position + done}`);
+    hash?.update(target.subarray(done, done + bytesRead));
+    done += bytesRead;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The manifest
+
+/** The manifest's list, or the directory by step when the manifest cannot be used; only existing files. */
+async function existingCheckpoints(modelDir: string): Promise<CheckpointInfo[]> {
+  const listed = await readManifest(modelDir);
+  const found = listed && (await keepExisting(modelDir, listed));
+  // A readable manifest none of whose files exist says nothing about what is there
+  // (files copied in by hand, say); the directory is the better witness then.
+  if (found && found.length > 0) return found;
+  return keepExisting(modelDir, await scanDirectory(modelDir));
+}
+
+async function readManifest(modelDir: string): Promise<string[] | undefined> {
+  let text: string;
+  try {
+    text = await fsp.readFile(path.join(modelDir, MANIFEST), 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const manifest: unknown = JSON.parse(text);
+    if (!isPlainObject(manifest) || !Array.isArray(manifest.all)) return undefined;
+    const all = manifest.all;
+    if (!all.every((n) => typeof n === 'string' && CHECKPOINT_NAME.test(n))) return undefined;
+    if (new Set(all).size !== all.length) return undefined;
+    if (all.length > 0 && manifest.latest !== all[all.length - 1]) return undefined;
+    return all as string[];
+  } catch {
+    return undefined;
+  }
+}
+
+async function scanDirectory(modelDir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(modelDir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => CHECKPOINT_NAME.test(n))
+    .sort((a, b) => stepOf(a) - stepOf(b));
+}
+
+async function keepExisting(modelDir: string, names: string[]): Promise<CheckpointInfo[]> {
+  const found: CheckpointInfo[] = [];
+  for (const name of names) {
+    const file = path.join(modelDir, name);
+    const stat = await fsp.stat(file).catch(() => undefined);
+    if (stat?.isFile()) found.push({ path: file, globalStep: stepOf(name) });
+  }
+  return found;
+}
+
+function stepOf(name: string): number {
+  return Number(CHECKPOINT_NAME.exec(name)![1]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+// safetensors is little-endian and the typed arrays are written as they lie in memory.
+function assertLittleEndian(): void {
+  if (os.endianness() !== 'LE') throw new Error('checkpoints: big-endian hosts are not supported');
+}
+
+// Saves into one directory run one after another, so two overlapping saves in this
+// process cannot interleave their read-modify-write of the manifest.
+const directoryQueues = new Map<string, Promise<unknown>>();
+
+async function exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
+  const before = directoryQueues.get(key) ?? Promise.resolve();
+  const run = before.then(work, work);
+  const tail = run.catch(() => undefined);
+  directoryQueues.set(key, tail);
+  try {
+    return await run;
+  } finally {
+    if (directoryQueues.get(key) === tail) directoryQueues.delete(key);
+  }
+}

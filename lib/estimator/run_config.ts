@@ -1,0 +1,43 @@
+// tf.estimator.RunConfig, with how progress is shown.
+
+export interface RunConfigInit {
+  /** Save a checkpoint every N steps (takes precedence over saveCheckpointsSecs). */
+  saveCheckpointsSteps?: number;
+  /** Default 600, when saveCheckpointsSteps is not set. */
+  saveCheckpointsSecs?: number;
+  /** Default 5; 0 keeps every checkpoint. */
+  keepCheckpointMax?: number;
+  /** Default 100: loss and throughput logged every N steps. */
+  logStepCountSteps?: number;
+  /** Where log lines go; default console.log. */
+  log?: (line: string) => void;
+  /** A progress bar on stderr; default: when stderr is a terminal. */
+  progressBar?: boolean;
+}
+
+function nonNegativeInteger(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new RangeError(`RunConfig: ${name} must be an integer >= 0, got ${String(value)}`);
+  return value;
+}
+
+export class RunConfig {
+  readonly saveCheckpointsSteps?: number;
+  readonly saveCheckpointsSecs?: number;
+  readonly keepCheckpointMax: number;
+  readonly logStepCountSteps: number;
+  readonly log: (line: string) => void;
+  readonly progressBar: boolean;
+
+  constructor(init: RunConfigInit = {}) {
+    if (init.saveCheckpointsSteps !== undefined && init.saveCheckpointsSecs !== undefined) {
+      throw new Error('RunConfig: set saveCheckpointsSteps or saveCheckpointsSecs, not both (as TF)');
+    }
+    if (init.saveCheckpointsSteps !== undefined) this.saveCheckpointsSteps = nonNegativeInteger(init.saveCheckpointsSteps, 'saveCheckpointsSteps');
+    else this.saveCheckpointsSecs = init.saveCheckpointsSecs === undefined ? 600 : nonNegativeInteger(init.saveCheckpointsSecs, 'saveCheckpointsSecs');
+    this.keepCheckpointMax = init.keepCheckpointMax === undefined ? 5 : nonNegativeInteger(init.keepCheckpointMax, 'keepCheckpointMax');
+    this.logStepCountSteps = init.logStepCountSteps === undefined ? 100 : nonNegativeInteger(init.logStepCountSteps, 'logStepCountSteps');
+    if (init.log !== undefined && typeof init.log !== 'function') throw new TypeError('RunConfig: log must be a function');
+    this.log = init.log ?? ((line: string) => console.log(line));
+    this.progressBar = init.progressBar ?? Boolean(process.stderr.isTTY);
+  }
+}

@@ -1,0 +1,34 @@
+// A dense column inside a modelFn: an embedding column becomes a ragged feed of its ids
+// plus a lookup node on its table; any other dense column a [batch, dimension] feed of
+// the values it computes from each raw batch (its transform, run natively per step).
+import { Graph, SymbolicTensor } from '../graph/graph';
+import { embeddingLookupNode } from '../graph/ops/embedding';
+import { placeholder } from '../graph/ops/sources';
+import { SymbolicFeatureSource } from '../graph/symbolic_features';
+import { DenseColumn } from './column';
+import { LookupColumn } from './embedding';
+import { Features, readTensorFeatures } from './feature_input';
+
+export function symbolicColumn(column: DenseColumn, source: SymbolicFeatureSource): SymbolicTensor {
+  const graph: Graph = source.graph;
+  if (column instanceof LookupColumn) {
+    if (column.options.embSegmentRank !== 0) {
+      throw new Error(`feature column '${column.name}': embSegmentRank inside a modelFn is not supported yet (it is in eager DenseFeatures)`);
+    }
+    const table = graph.store.adopt(column.tableName, () => column.variable);
+    if (table.device !== 'cpu') {
+      throw new Error(`feature column '${column.name}': its table is on ${table.device}; compiled graphs run on the cpu for now (embDevice: 'cpu')`);
+    }
+    const example = column.lookupIds(source.example.features as Features);
+    return embeddingLookupNode(graph, table, (b) => column.lookupIds(b.features as Features), {
+      name: column.name,
+      combiner: column.combiner,
+      maxNorm: column.maxNorm,
+      weighted: example.weights !== undefined,
+    });
+  }
+  return placeholder(graph, [-1, column.dimension], {
+    name: column.name,
+    build: async (b) => (await column.denseValues(await readTensorFeatures(b.features as Features))).values,
+  }, column.name);
+}

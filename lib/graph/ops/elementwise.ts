@@ -1,0 +1,130 @@
+// Element-wise ops with NumPy broadcasting, and their gradients.
+import { SymbolicTensor } from '../graph';
+import { applyOp, defineOp } from '../op_registry';
+import { broadcastShape, sameShape } from './shapes';
+
+// native/exec/elementwise_kernels.cc op codes
+const BINARY = { add: 0, sub: 1, mul: 2, div: 3, squaredDifference: 4, equal: 5, greater: 6 } as const;
+const UNARY = { relu: 0, sigmoid: 1, tanh: 2, neg: 3, scale: 4, exp: 5, log: 6, square: 7, sqrt: 8, addConstant: 9 } as const;
+
+/** Sums `dy` over the dimensions `target` was broadcast along (identity when none). */
+export function reduceToShape(dy: SymbolicTensor, target: readonly number[], scale = 1): SymbolicTensor {
+  if (sameShape(dy.shape, target) && scale === 1) return dy;
+  return applyOp(reduceToShapeOp, [dy], { shape: [...target], scale });
+}
+
+export const reduceToShapeOp = defineOp({
+  name: 'reduce_to_shape',
+  shape: (inputs, attrs, name) => {
+    const target = attrs.shape as number[];
+    broadcastShape(target, inputs[0].shape, name);
+    return target;
+  },
+  grad: (node, dy) => [broadcastTo(dy, node.inputs[0].shape, node.attrs.scale as number)],
+  lower: (node, ctx) => ctx.kernel('reduce_to_shape', [ctx.value(node.inputs[0])], [ctx.value(node.output!)], [node.attrs.scale as number]),
+});
+
+export function broadcastTo(x: SymbolicTensor, shape: readonly number[], scale = 1): SymbolicTensor {
+  if (sameShape(x.shape, shape) && scale === 1) return x;
+  return applyOp(broadcastToOp, [x], { shape: [...shape], scale });
+}
+
+export const broadcastToOp = defineOp({
+  name: 'broadcast_to',
+  shape: (inputs, attrs, name) => {
+    const target = attrs.shape as number[];
+    const out = broadcastShape(target, inputs[0].shape, name);
+    if (!sameShape(out, target)) throw new Error(`${name}: cannot broadcast ${inputs[0]} to [${target}]`);
+    return target;
+  },
+  grad: (node, dy) => [reduceToShape(dy, node.inputs[0].shape, node.attrs.scale as number)],
+  lower: (node, ctx) => ctx.kernel('broadcast_to', [ctx.value(node.inputs[0])], [ctx.value(node.output!)], [node.attrs.scale as number]),
+});
+
+function binaryOp(name: keyof typeof BINARY, grad?: (a: SymbolicTensor, b: SymbolicTensor, y: SymbolicTensor, dy: SymbolicTensor) => [SymbolicTensor | null, SymbolicTensor | null]) {
+  return defineOp({
+    name,
+    shape: (inputs, _attrs, nodeName) => broadcastShape(inputs[0].shape, inputs[1].shape, nodeName),
+    grad: grad
+      ? (node, dy) => {
+          const [a, b] = node.inputs;
+          const [ga, gb] = grad(a, b, node.output!, dy);
+          return [ga && reduceToShape(ga, a.shape), gb && reduceToShape(gb, b.shape)];
+        }
+      : undefined,
+    lower: (node, ctx) => ctx.kernel('binary', node.inputs.map((x) => ctx.value(x)), [ctx.value(node.output!)], [BINARY[name]]),
+  });
+}
+
+const addDef = binaryOp('add', (_a, _b, _y, dy) => [dy, dy]);
+const subDef = binaryOp('sub', (_a, _b, _y, dy) => [dy, neg(dy)]);
+const mulDef = binaryOp('mul', (a, b, _y, dy) => [multiply(dy, b), multiply(dy, a)]);
+const divDef = binaryOp('div', (_a, b, y, dy) => [divide(dy, b), neg(divide(multiply(dy, y), b))]);
+const squaredDifferenceDef = binaryOp('squaredDifference', (a, b, _y, dy) => {
+  const g = scale(multiply(dy, subtract(a, b)), 2);
+  return [g, neg(g)];
+});
+const equalDef = binaryOp('equal', () => [null, null]);
+const greaterDef = binaryOp('greater', () => [null, null]);
+
+export const add = (a: SymbolicTensor, b: SymbolicTensor, name?: string) => applyOp(addDef, [a, b], {}, name);
+export const subtract = (a: SymbolicTensor, b: SymbolicTensor, name?: string) => applyOp(subDef, [a, b], {}, name);
+export const multiply = (a: SymbolicTensor, b: SymbolicTensor, name?: string) => applyOp(mulDef, [a, b], {}, name);
+export const divide = (a: SymbolicTensor, b: SymbolicTensor, name?: string) => applyOp(divDef, [a, b], {}, name);
+export const squaredDifference = (a: SymbolicTensor, b: SymbolicTensor, name?: string) => applyOp(squaredDifferenceDef, [a, b], {}, name);
+/** 1 where a == b, else 0 (no gradient). */
+export const equal = (a: SymbolicTensor, b: SymbolicTensor, name?: string) => applyOp(equalDef, [a, b], {}, name);
+/** 1 where a > b, else 0 (no gradient). */
+export const greater = (a: SymbolicTensor, b: SymbolicTensor, name?: string) => applyOp(greaterDef, [a, b], {}, name);
+
+// Gradients of unary ops read the op's output y (relu, sigmoid, tanh, exp, sqrt) or its input x.
+const unaryGradDef = defineOp({
+  name: 'unary_grad',
+  shape: (inputs) => inputs[0].shape,
+  lower: (node, ctx) =>
+    ctx.kernel('unary_grad', node.inputs.map((x) => ctx.value(x)), [ctx.value(node.output!)], [node.attrs.code as number]),
+});
+
+function unaryGrad(code: number, dy: SymbolicTensor, ref: SymbolicTensor): SymbolicTensor {
+  return applyOp(unaryGradDef, [dy, ref], { code });
+}
+
+function unaryOp(name: keyof typeof UNARY, grad?: (x: SymbolicTensor, y: SymbolicTensor, dy: SymbolicTensor, c: number) => SymbolicTensor) {
+  return defineOp({
+    name,
+    shape: (inputs) => inputs[0].shape,
+    grad: grad ? (node, dy) => [grad(node.inputs[0], node.output!, dy, (node.attrs.c as number) ?? 0)] : undefined,
+    lower: (node, ctx) =>
+      ctx.kernel('unary', [ctx.value(node.inputs[0])], [ctx.value(node.output!)], [UNARY[name], (node.attrs.c as number) ?? 0]),
+  });
+}
+
+const reluDef = unaryOp('relu', (_x, y, dy) => unaryGrad(UNARY.relu, dy, y));
+const sigmoidDef = unaryOp('sigmoid', (_x, y, dy) => unaryGrad(UNARY.sigmoid, dy, y));
+const tanhDef = unaryOp('tanh', (_x, y, dy) => unaryGrad(UNARY.tanh, dy, y));
+const negDef = unaryOp('neg', (_x, _y, dy) => neg(dy));
+const scaleDef = unaryOp('scale', (_x, _y, dy, c) => scale(dy, c));
+const expDef = unaryOp('exp', (_x, y, dy) => unaryGrad(UNARY.exp, dy, y));
+const logDef = unaryOp('log', (x, _y, dy) => unaryGrad(UNARY.log, dy, x));
+const squareDef = unaryOp('square', (x, _y, dy) => unaryGrad(UNARY.square, dy, x));
+const sqrtDef = unaryOp('sqrt', (_x, y, dy) => unaryGrad(UNARY.sqrt, dy, y));
+const addConstantDef = unaryOp('addConstant', (_x, _y, dy) => dy);
+
+export const relu = (x: SymbolicTensor, name?: string) => applyOp(reluDef, [x], {}, name);
+export const sigmoid = (x: SymbolicTensor, name?: string) => applyOp(sigmoidDef, [x], {}, name);
+export const tanh = (x: SymbolicTensor, name?: string) => applyOp(tanhDef, [x], {}, name);
+export const neg = (x: SymbolicTensor, name?: string) => applyOp(negDef, [x], {}, name);
+export const exp = (x: SymbolicTensor, name?: string) => applyOp(expDef, [x], {}, name);
+export const log = (x: SymbolicTensor, name?: string) => applyOp(logDef, [x], {}, name);
+export const square = (x: SymbolicTensor, name?: string) => applyOp(squareDef, [x], {}, name);
+export const sqrt = (x: SymbolicTensor, name?: string) => applyOp(sqrtDef, [x], {}, name);
+/** x * c for a number c. */
+export function scale(x: SymbolicTensor, c: number, name?: string): SymbolicTensor {
+  if (typeof c !== 'number' || !Number.isFinite(c)) throw new TypeError(`${name ?? 'scale'}: the factor must be a finite number`);
+  return applyOp(scaleDef, [x], { c }, name);
+}
+/** x + c for a number c. */
+export function addConstant(x: SymbolicTensor, c: number, name?: string): SymbolicTensor {
+  if (typeof c !== 'number' || !Number.isFinite(c)) throw new TypeError(`${name ?? 'addConstant'}: the constant must be a finite number`);
+  return applyOp(addConstantDef, [x], { c }, name);
+}

@@ -1,0 +1,39 @@
+// DLRM's dot interaction: pairwise dot products of the feature vectors of each example.
+import { shapeString, SymbolicTensor } from '../graph';
+import { applyOp, defineOp } from '../op_registry';
+import { concat } from './array';
+
+const dotInteractionDef = defineOp({
+  name: 'dot_interaction',
+  shape: ([x], attrs) => {
+    const f = attrs.features as number;
+    return [x.shape[0], (f * (f - 1)) / 2];
+  },
+  grad: (node, dy) => [applyOp(dotInteractionGradDef, [dy, node.inputs[0]], { features: node.attrs.features })],
+  lower: (node, ctx) => ctx.kernel('dot_interaction', [ctx.value(node.inputs[0])], [ctx.value(node.output!)], [node.attrs.features as number]),
+});
+
+const dotInteractionGradDef = defineOp({
+  name: 'dot_interaction_grad',
+  shape: (inputs) => inputs[1].shape,
+  lower: (node, ctx) =>
+    ctx.kernel('dot_interaction_grad', node.inputs.map((x) => ctx.value(x)), [ctx.value(node.output!)], [node.attrs.features as number]),
+});
+
+/**
+ * DLRM's interaction: with the bottom MLP's output x [batch, d] and F-1 embeddings
+ * [batch, d], the F(F-1)/2 dot products of distinct pairs (i > j, row by row), after x:
+ * [batch, d + F(F-1)/2].
+ */
+export function dotInteraction(bottomMlpOut: SymbolicTensor, embeddings: SymbolicTensor[], name = 'dot_interaction'): SymbolicTensor {
+  if (!Array.isArray(embeddings) || embeddings.length === 0) throw new TypeError(`${name}: embeddings must be a non-empty array`);
+  const d = bottomMlpOut.shape[1];
+  [bottomMlpOut, ...embeddings].forEach((t, i) => {
+    if (!(t instanceof SymbolicTensor) || t.rank !== 2 || t.shape[1] !== d) {
+      throw new Error(`${name}: every input must be [batch, ${d}] like the bottom MLP's output; input ${i} is ${t instanceof SymbolicTensor ? shapeString(t.shape) : String(t)}`);
+    }
+  });
+  const stacked = concat([bottomMlpOut, ...embeddings], 1);
+  const pairs = applyOp(dotInteractionDef, [stacked], { features: embeddings.length + 1 });
+  return concat([bottomMlpOut, pairs], 1);
+}

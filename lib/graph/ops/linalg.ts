@@ -1,0 +1,37 @@
+// matmul and its gradient (the four transpose cases).
+import { shapeString, SymbolicTensor } from '../graph';
+import { applyOp, defineOp } from '../op_registry';
+
+export interface MatmulOptions {
+  transposeA?: boolean;
+  transposeB?: boolean;
+  name?: string;
+}
+
+const matmulDef = defineOp({
+  name: 'matmul',
+  shape: ([a, b], attrs, name) => {
+    if (a.rank !== 2 || b.rank !== 2) throw new Error(`${name}: matmul takes rank-2 tensors, got ${shapeString(a.shape)} and ${shapeString(b.shape)}`);
+    const [m, k1] = attrs.transposeA ? [a.shape[1], a.shape[0]] : [a.shape[0], a.shape[1]];
+    const [k2, n] = attrs.transposeB ? [b.shape[1], b.shape[0]] : [b.shape[0], b.shape[1]];
+    if (k1 !== k2) {
+      throw new Error(`${name}: inner dimensions differ: ${shapeString(a.shape)}${attrs.transposeA ? '^T' : ''} x ${shapeString(b.shape)}${attrs.transposeB ? '^T' : ''}`);
+    }
+    return [m, n];
+  },
+  grad: (node, dy) => {
+    const [a, b] = node.inputs;
+    const ta = Boolean(node.attrs.transposeA);
+    const tb = Boolean(node.attrs.transposeB);
+    if (!ta && !tb) return [matmul(dy, b, { transposeB: true }), matmul(a, dy, { transposeA: true })];
+    if (ta && !tb) return [matmul(b, dy, { transposeB: true }), matmul(a, dy)];
+    if (!ta && tb) return [matmul(dy, b), matmul(dy, a, { transposeA: true })];
+    return [matmul(b, dy, { transposeA: true, transposeB: true }), matmul(dy, a, { transposeA: true, transposeB: true })];
+  },
+  lower: (node, ctx) =>
+    ctx.kernel('matmul', node.inputs.map((x) => ctx.value(x)), [ctx.value(node.output!)], [node.attrs.transposeA ? 1 : 0, node.attrs.transposeB ? 1 : 0]),
+});
+
+export function matmul(a: SymbolicTensor, b: SymbolicTensor, options: MatmulOptions = {}): SymbolicTensor {
+  return applyOp(matmulDef, [a, b], { transposeA: Boolean(options.transposeA), transposeB: Boolean(options.transposeB) }, options.name);
+}

@@ -1,0 +1,58 @@
+// tf.losses (TF1): sigmoid cross entropy and mean squared error, reduced as
+// SUM_BY_NONZERO_WEIGHTS (a mean over the batch when no weights are given).
+import { BATCH, shapeString, SymbolicTensor } from '../graph';
+import { applyOp, defineOp } from '../op_registry';
+import { meanOfAll, reshape } from './array';
+import { squaredDifference } from './elementwise';
+import { fixedSize, sameShape } from './shapes';
+
+export interface LossOptions {
+  /** Per-example (or per-element) weights, or none. */
+  weights?: SymbolicTensor;
+  /** 'sumByNonzeroWeights' (default, TF1's) or 'none' for the unreduced values. */
+  reduction?: 'sumByNonzeroWeights' | 'none';
+  name?: string;
+}
+
+/** labels shaped like `like` when they hold the same values per example ([batch] vs [batch, 1]). */
+function alignLabels(labels: SymbolicTensor, like: SymbolicTensor, name: string): SymbolicTensor {
+  if (!(labels instanceof SymbolicTensor)) throw new TypeError(`${name}: labels must be a symbolic tensor (the modelFn's labels)`);
+  if (sameShape(labels.shape, like.shape)) return labels;
+  const bothBatched = labels.shape.includes(BATCH) && like.shape.includes(BATCH);
+  if (bothBatched && fixedSize(labels.shape) === fixedSize(like.shape)) return reshape(labels, like.shape.map((d) => (d === BATCH ? -1 : d)));
+  throw new Error(`${name}: labels ${shapeString(labels.shape)} and ${shapeString(like.shape)} do not match`);
+}
+
+const sigmoidXentDef = defineOp({
+  name: 'sigmoid_cross_entropy',
+  shape: ([labels, logits]) => logits.shape,
+  grad: (node, dy) => [null, applyOp(sigmoidXentGradDef, [dy, node.inputs[0], node.inputs[1]], {})],
+  lower: (node, ctx) => ctx.kernel('sigmoid_xent', node.inputs.map((x) => ctx.value(x)), [ctx.value(node.output!)]),
+});
+
+const sigmoidXentGradDef = defineOp({
+  name: 'sigmoid_cross_entropy_grad',
+  shape: (inputs) => inputs[2].shape,
+  lower: (node, ctx) => ctx.kernel('sigmoid_xent_grad', node.inputs.map((x) => ctx.value(x)), [ctx.value(node.output!)]),
+});
+
+function reduceLoss(values: SymbolicTensor, options: LossOptions, name: string): SymbolicTensor {
+  const reduction = options.reduction ?? 'sumByNonzeroWeights';
+  if (reduction === 'none') return values;
+  if (reduction !== 'sumByNonzeroWeights') throw new TypeError(`${name}: reduction must be 'sumByNonzeroWeights' or 'none'`);
+  const weights = options.weights === undefined ? undefined : alignLabels(options.weights, values, `${name}: weights`);
+  return meanOfAll(values, name, weights);
+}
+
+export function sigmoidCrossEntropy(labels: SymbolicTensor, logits: SymbolicTensor, options: LossOptions = {}): SymbolicTensor {
+  const name = options.name ?? 'sigmoid_cross_entropy_loss';
+  const z = alignLabels(labels, logits, name);
+  const values = applyOp(sigmoidXentDef, [z, logits], {});
+  return reduceLoss(values, options, name);
+}
+
+export function meanSquaredError(labels: SymbolicTensor, predictions: SymbolicTensor, options: LossOptions = {}): SymbolicTensor {
+  const name = options.name ?? 'mean_squared_error';
+  const y = alignLabels(labels, predictions, name);
+  return reduceLoss(squaredDifference(predictions, y), options, name);
+}

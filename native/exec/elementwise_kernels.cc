@@ -1,0 +1,262 @@
+// Element-wise kernels: "binary" (NumPy broadcasting), "unary" and "unary_grad". The
+// math per element is native/kernels/dense_math.h's; this file picks the loop shape.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "native/core/status.h"
+#include "native/core/thread_pool.h"
+#include "native/exec/plan_kernel.h"
+#include "native/kernels/dense_math.h"
+
+namespace hb {
+
+namespace {
+
+// Elements per parallel chunk: below this a loop runs inline on the calling thread.
+constexpr int64_t kGrain = 1 << 15;
+// The general broadcasting path keeps its strides on the stack.
+constexpr size_t kMaxBroadcastRank = 6;
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// attrs[index] as an op code in [0, count).
+int32_t opAttr(const KernelArgs& args, const char* kernel, int32_t count) {
+  HB_CHECK(!args.attrs.empty(), args.name, ": kernel ", kernel, " needs attrs[0] (the op)");
+  const double op = args.attrs[0];
+  HB_CHECK(op == std::floor(op) && op >= 0 && op < count, args.name, ": kernel ", kernel,
+           " attrs[0] (the op) must be an integer in [0, ", count, "), got ", op);
+  return int32_t(op);
+}
+
+// NumPy's broadcast of two shapes (right-aligned; a 1 stretches); false if they clash.
+bool broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>* out) {
+  const size_t rank = std::max(a.size(), b.size());
+  out->assign(rank, 1);
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
+    const int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (da != db && da != 1 && db != 1) return false;
+    (*out)[rank - 1 - k] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+// Calls body(std::integral_constant<BinaryOp, op>) so the loops see a constant op.
+template <typename Body>
+void withBinaryOp(int32_t op, Body&& body) {
+  using B = BinaryOp;
+  switch (B(op)) {
+    case B::Add: return body(std::integral_constant<B, B::Add>());
+    case B::Sub: return body(std::integral_constant<B, B::Sub>());
+    case B::Mul: return body(std::integral_constant<B, B::Mul>());
+    case B::Div: return body(std::integral_constant<B, B::Div>());
+    case B::SquaredDifference: return body(std::integral_constant<B, B::SquaredDifference>());
+    case B::Equal: return body(std::integral_constant<B, B::Equal>());
+    case B::Greater: return body(std::integral_constant<B, B::Greater>());
+    case B::Maximum: return body(std::integral_constant<B, B::Maximum>());
+  }
+}
+
+template <typename Body>
+void withUnaryOp(int32_t op, Body&& body) {
+  using U = UnaryOp;
+  switch (U(op)) {
+    case U::Relu: return body(std::integral_constant<U, U::Relu>());
+    case U::Sigmoid: return body(std::integral_constant<U, U::Sigmoid>());
+    case U::Tanh: return body(std::integral_constant<U, U::Tanh>());
+    case U::Neg: return body(std::integral_constant<U, U::Neg>());
+    case U::Scale: return body(std::integral_constant<U, U::Scale>());
+    case U::Exp: return body(std::integral_constant<U, U::Exp>());
+    case U::Log: return body(std::integral_constant<U, U::Log>());
+    case U::Square: return body(std::integral_constant<U, U::Square>());
+    case U::Sqrt: return body(std::integral_constant<U, U::Sqrt>());
+    case U::AddConstant: return body(std::integral_constant<U, U::AddConstant>());
+  }
+}
+
+// How "binary" walks its operands; chosen (and checked) before any memory is read.
+enum class BinaryLoop {
+  Same,     // a, b and out have the same elements
+  ScalarB,  // b has one element
+  ScalarA,  // a has one element
+  RowB,     // b is one row of out's last dim (a bias)
+  ColumnB,  // b has one element per row of out ([rows, 1] against [rows, cols])
+  General,  // strides, rank <= kMaxBroadcastRank
+};
+
+BinaryLoop chooseBinaryLoop(const Tensor& a, const Tensor& b, const std::vector<int64_t>& out) {
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  const int64_t cols = out.empty() ? 1 : out.back();
+  // Operands as big as the output that broadcast to it have its layout.
+  if (a.size() == n && b.size() == n) return BinaryLoop::Same;
+  if (b.size() == 1) return BinaryLoop::ScalarB;
+  if (a.size() == 1) return BinaryLoop::ScalarA;
+  if (a.size() == n && !b.shape.empty()) {
+    // b broadcasts to out, so a size equal to its last dim leaves only 1s before it,
+    // and a size of out's row count with a trailing 1 leaves out's leading dims.
+    if (b.shape.back() == cols && b.size() == cols) return BinaryLoop::RowB;
+    if (b.shape.back() == 1 && cols > 0 && b.size() == n / cols) return BinaryLoop::ColumnB;
+  }
+  return BinaryLoop::General;
+}
+
+template <BinaryOp Op>
+void runBinary(BinaryLoop loop, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.data<float>();
+  const int64_t n = out.size();
+  const int64_t cols = out.shape.empty() ? 1 : out.shape.back();
+  switch (loop) {
+    case BinaryLoop::Same:
+      parallelFor(n, kGrain, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) po[i] = binaryOf<Op>(pa[i], pb[i]);
+      });
+      return;
+    case BinaryLoop::ScalarB: {
+      const float s = pb[0];
+      parallelFor(n, kGrain, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) po[i] = binaryOf<Op>(pa[i], s);
+      });
+      return;
+    }
+    case BinaryLoop::ScalarA: {
+      const float s = pa[0];
+      parallelFor(n, kGrain, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) po[i] = binaryOf<Op>(s, pb[i]);
+      });
+      return;
+    }
+    case BinaryLoop::RowB:
+      parallelFor(n / cols, std::max<int64_t>(1, kGrain / cols), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* ra = pa + r * cols;
+          float* ro = po + r * cols;
+          for (int64_t c = 0; c < cols; ++c) ro[c] = binaryOf<Op>(ra[c], pb[c]);
+        }
+      });
+      return;
+    case BinaryLoop::ColumnB:
+      parallelFor(n / cols, std::max<int64_t>(1, kGrain / cols), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* ra = pa + r * cols;
+          float* ro = po + r * cols;
+          const float s = pb[r];
+          for (int64_t c = 0; c < cols; ++c) ro[c] = binaryOf<Op>(ra[c], s);
+        }
+      });
+      return;
+    case BinaryLoop::General: {
+      // Right-align both operands to out's rank; a broadcast dim has stride 0. Rows of
+      // out's last dim are the parallel unit.
+      const size_t rank = out.shape.size();
+      int64_t strideA[kMaxBroadcastRank] = {0}, strideB[kMaxBroadcastRank] = {0};
+      int64_t sa = 1, sb = 1;
+      for (size_t k = 0; k < rank; ++k) {
+        const size_t d = rank - 1 - k;
+        const int64_t da = k < a.shape.size() ? a.shape[a.shape.size() - 1 - k] : 1;
+        const int64_t db = k < b.shape.size() ? b.shape[b.shape.size() - 1 - k] : 1;
+        strideA[d] = da == 1 ? 0 : sa;
+        strideB[d] = db == 1 ? 0 : sb;
+        sa *= da;
+        sb *= db;
+      }
+      const int64_t innerA = strideA[rank - 1], innerB = strideB[rank - 1];
+      parallelFor(n / cols, std::max<int64_t>(1, kGrain / cols), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t offA = 0, offB = 0, rest = r;
+          for (size_t k = 1; k < rank; ++k) {
+            const size_t d = rank - 1 - k;
+            const int64_t index = rest % out.shape[d];
+            rest /= out.shape[d];
+            offA += index * strideA[d];
+            offB += index * strideB[d];
+          }
+          float* ro = po + r * cols;
+          for (int64_t c = 0; c < cols; ++c) ro[c] = binaryOf<Op>(pa[offA + c * innerA], pb[offB + c * innerB]);
+        }
+      });
+      return;
+    }
+  }
+}
+
+void binaryKernel(const KernelArgs& args) {
+  checkArity(args, 2, 1, "binary");
+  checkFloat32(args, "binary");
+  const int32_t op = opAttr(args, "binary", kBinaryOpCount);
+  const Tensor& a = args.in[0];
+  const Tensor& b = args.in[1];
+  const Tensor& out = args.out[0];
+  std::vector<int64_t> shape;
+  HB_CHECK(broadcastShapes(a.shape, b.shape, &shape), args.name, ": binary: shapes ", a.shapeString(), " and ",
+           b.shapeString(), " do not broadcast");
+  HB_CHECK(out.shape == shape, args.name, ": binary: the output has shape ", out.shapeString(), ", expected ",
+           shapeText(shape), " (the broadcast of ", a.shapeString(), " and ", b.shapeString(), ")");
+  if (out.size() == 0) return;
+  const BinaryLoop loop = chooseBinaryLoop(a, b, shape);
+  HB_CHECK(loop != BinaryLoop::General || shape.size() <= kMaxBroadcastRank, args.name, ": binary: broadcasting ",
+           a.shapeString(), " against ", b.shapeString(), " needs rank <= ", kMaxBroadcastRank);
+  withBinaryOp(op, [&](auto tag) { runBinary<decltype(tag)::value>(loop, a, b, out); });
+}
+
+void unaryKernel(const KernelArgs& args) {
+  checkArity(args, 1, 1, "unary");
+  checkFloat32(args, "unary");
+  const int32_t op = opAttr(args, "unary", kUnaryOpCount);
+  const bool needsConstant = UnaryOp(op) == UnaryOp::Scale || UnaryOp(op) == UnaryOp::AddConstant;
+  HB_CHECK(!needsConstant || args.attrs.size() >= 2, args.name, ": unary op ", op, " needs attrs[1] (the constant)");
+  const Tensor& x = args.in[0];
+  const Tensor& y = args.out[0];
+  HB_CHECK(x.size() == y.size(), args.name, ": unary: input ", x.shapeString(), " and output ", y.shapeString(),
+           " differ in size");
+  const float c = needsConstant ? float(args.attrs[1]) : 0.0f;
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  withUnaryOp(op, [&](auto tag) {
+    constexpr UnaryOp Op = decltype(tag)::value;
+    parallelFor(x.size(), kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) py[i] = unaryOf<Op>(px[i], c);
+    });
+  });
+}
+
+// in[1] is the forward op's output y, or its input x for log and square.
+void unaryGradKernel(const KernelArgs& args) {
+  checkArity(args, 2, 1, "unary_grad");
+  checkFloat32(args, "unary_grad");
+  const int32_t op = opAttr(args, "unary_grad", kUnaryOpCount);
+  HB_CHECK(unaryHasGrad(op), args.name, ": unary_grad: op ", op,
+           " has no gradient kernel (relu 0, sigmoid 1, tanh 2, exp 5, log 6, square 7, sqrt 8)");
+  const Tensor& dy = args.in[0];
+  const Tensor& v = args.in[1];
+  const Tensor& dx = args.out[0];
+  HB_CHECK(dy.size() == v.size() && dy.size() == dx.size(), args.name, ": unary_grad: dy ", dy.shapeString(), ", ",
+           unaryGradReadsOutput(op) ? "y " : "x ", v.shapeString(), " and dx ", dx.shapeString(), " differ in size");
+  const float* pdy = dy.data<float>();
+  const float* pv = v.data<float>();
+  float* pdx = dx.data<float>();
+  withUnaryOp(op, [&](auto tag) {
+    constexpr UnaryOp Op = decltype(tag)::value;
+    parallelFor(dx.size(), kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) pdx[i] = unaryGradOf<Op>(pdy[i], pv[i]);
+    });
+  });
+}
+
+}  // namespace
+
+HB_REGISTER_KERNEL("binary", binaryKernel);
+HB_REGISTER_KERNEL("unary", unaryKernel);
+HB_REGISTER_KERNEL("unary_grad", unaryGradKernel);
+
+}  // namespace hb

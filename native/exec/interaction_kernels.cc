@@ -1,0 +1,90 @@
+// DLRM's dot interaction without self pairs ("dot_interaction") and its gradient.
+// An example's row of T holds F feature vectors of width D, one after another; output
+// column interactionPairIndex(i, j) is the dot product of vectors i and j, j < i.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "native/core/status.h"
+#include "native/core/thread_pool.h"
+#include "native/exec/plan_kernel.h"
+#include "native/kernels/dense_math.h"
+
+namespace hb {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+// F (attrs[0]) after checking it and T's shape [B, F * D]; sets *width to D.
+int64_t featuresOf(const KernelArgs& args, const char* kernel, const Tensor& t, int64_t* width) {
+  HB_CHECK(!args.attrs.empty(), args.name, ": kernel ", kernel, " needs attrs[0] (the number of features F)");
+  const double f = args.attrs[0];
+  HB_CHECK(f == std::floor(f) && f >= 1 && f <= 65536, args.name, ": ", kernel,
+           ": attrs[0] (the number of features F) must be an integer in [1, 65536], got ", f);
+  const int64_t features = int64_t(f);
+  HB_CHECK(t.shape.size() == 2 && t.shape[1] % features == 0, args.name, ": ", kernel, ": the input ",
+           t.shapeString(), " should be [batch, F * D] with F = ", features);
+  *width = t.shape[1] / features;
+  return features;
+}
+
+void dotInteractionKernel(const KernelArgs& args) {
+  checkArity(args, 1, 1, "dot_interaction");
+  checkFloat32(args, "dot_interaction");
+  const Tensor& t = args.in[0];
+  const Tensor& z = args.out[0];
+  int64_t width = 0;
+  const int64_t features = featuresOf(args, "dot_interaction", t, &width);
+  const int64_t pairs = interactionPairCount(features);
+  const int64_t batch = t.shape[0];
+  HB_CHECK(z.shape.size() == 2 && z.shape[0] == batch && z.shape[1] == pairs, args.name,
+           ": dot_interaction: the output has shape ", z.shapeString(), ", expected [", batch, ", ", pairs, "]");
+  const float* pt = t.data<float>();
+  float* pz = z.data<float>();
+  const int64_t rowWork = std::max<int64_t>(1, pairs * width);
+  parallelFor(batch, std::max<int64_t>(1, kGrain / rowWork), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float* row = pt + b * features * width;
+      float* out = pz + b * pairs;
+      for (int64_t i = 1; i < features; ++i) {
+        for (int64_t j = 0; j < i; ++j) out[interactionPairIndex(i, j)] = dotInOrder(row + i * width, row + j * width, width);
+      }
+    }
+  });
+}
+
+void dotInteractionGradKernel(const KernelArgs& args) {
+  checkArity(args, 2, 1, "dot_interaction_grad");
+  checkFloat32(args, "dot_interaction_grad");
+  const Tensor& dz = args.in[0];
+  const Tensor& t = args.in[1];
+  const Tensor& dt = args.out[0];
+  int64_t width = 0;
+  const int64_t features = featuresOf(args, "dot_interaction_grad", t, &width);
+  const int64_t pairs = interactionPairCount(features);
+  const int64_t batch = t.shape[0];
+  HB_CHECK(dz.shape.size() == 2 && dz.shape[0] == batch && dz.shape[1] == pairs, args.name,
+           ": dot_interaction_grad: dZ has shape ", dz.shapeString(), ", expected [", batch, ", ", pairs, "]");
+  HB_CHECK(dt.shape == t.shape, args.name, ": dot_interaction_grad: the output has shape ", dt.shapeString(),
+           ", expected T's ", t.shapeString());
+  const float* pdz = dz.data<float>();
+  const float* pt = t.data<float>();
+  float* pdt = dt.data<float>();
+  const int64_t rowWork = std::max<int64_t>(1, features * features * width);
+  parallelFor(batch, std::max<int64_t>(1, kGrain / rowWork), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const float* row = pt + b * features * width;
+      const float* g = pdz + b * pairs;
+      float* out = pdt + b * features * width;
+      for (int64_t i = 0; i < features; ++i) dotInteractionGrad(g, row, features, width, i, 0, width, out + i * width);
+    }
+  });
+}
+
+}  // namespace
+
+HB_REGISTER_KERNEL("dot_interaction", dotInteractionKernel);
+HB_REGISTER_KERNEL("dot_interaction_grad", dotInteractionGradKernel);
+
+}  // namespace hb

@@ -1,0 +1,82 @@
+// A compiled training / evaluation / prediction step: the graph lowered (in TS, by
+// lib/graph/compile.ts) to steps over numbered values. Made once; run once per batch
+// on the host executor, so one training step is one native call. No Node types here.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "native/core/tensor.h"
+#include "native/exec/plan_kernel.h"
+#include "native/kernels/embedding_combine.h"
+#include "native/kernels/optimizer_rules.h"
+
+namespace hb {
+
+struct PlanValue {
+  enum class Kind { Temp, Param, Feed, Produced, Alias };
+  Kind kind = Kind::Temp;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;  // -1: the batch size of the run
+  int index = -1;  // Temp: storage slot; Param: params index; Feed: feeds index; Alias: the value
+                  // whose memory it views with another shape (a reshape)
+};
+
+struct PlanFeed {
+  std::string name;  // for messages
+  enum class Kind { Dense, Ids, RowSplits, Weights } kind = Kind::Dense;
+};
+
+struct PlanStep {
+  enum class Kind { Kernel, Lookup, SparseApply, DenseApply };
+  Kind kind = Kind::Kernel;
+  std::string name;
+  // Kernel
+  KernelFn fn = nullptr;
+  std::vector<int> inputs, outputs;
+  std::vector<double> attrs;
+  // Lookup: table param, ragged feed, output value
+  int table = -1, ids = -1, rowSplits = -1, weights = -1, output = -1;
+  Combiner combiner = Combiner::Mean;
+  float maxNorm = 0.0f;
+  // SparseApply / DenseApply: optimizer index into the run's hyperparameters
+  int optimizer = -1, variable = -1;
+  std::vector<int> slots;    // params
+  std::vector<int> lookups;  // SparseApply: lookup step indices
+  std::vector<int> grads;    // value ids: one per lookup (sparse) or one (dense)
+};
+
+class Plan {
+ public:
+  Plan(std::vector<PlanValue> values, std::vector<Tensor> params, std::vector<PlanFeed> feeds,
+       std::vector<PlanStep> steps, int storageCount);
+
+  struct RunResult {
+    std::vector<Tensor> fetched;  // host copies
+    double nativeMs = 0;
+  };
+
+  // Checks the feeds against the plan; on the JS thread, before anything is queued.
+  void checkFeeds(int64_t batch, const std::vector<Tensor>& feeds) const;
+  // On the host executor. Runs of one plan take turns there, so the reused storage is
+  // never shared between two runs.
+  RunResult run(int64_t batch, const std::vector<Tensor>& feeds, const std::vector<OptimizerHyper>& hypers,
+                const std::vector<int>& fetch);
+
+  const std::vector<PlanValue>& values() const { return values_; }
+  size_t optimizerCount() const { return optimizerCount_; }
+
+ private:
+  void validate() const;
+  std::vector<int64_t> resolve(const std::vector<int64_t>& shape, int64_t batch) const;
+
+  std::vector<PlanValue> values_;
+  std::vector<Tensor> params_;
+  std::vector<PlanFeed> feeds_;
+  std::vector<PlanStep> steps_;
+  std::vector<std::shared_ptr<Buffer>> storage_;
+  size_t optimizerCount_ = 0;
+};
+
+}  // namespace hb

@@ -1,0 +1,118 @@
+// Kernels that only move floats: "concat", "slice_axis" (concat's gradient) and "copy"
+// (reshape into a new buffer).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "native/core/status.h"
+#include "native/core/thread_pool.h"
+#include "native/exec/plan_kernel.h"
+
+namespace hb {
+
+namespace {
+
+// Bytes per parallel chunk of a copy.
+constexpr int64_t kCopyGrain = 1 << 18;
+
+int64_t axisAttr(const KernelArgs& args, const char* kernel, size_t rank) {
+  HB_CHECK(!args.attrs.empty(), args.name, ": kernel ", kernel, " needs attrs[0] (the axis)");
+  const double axis = args.attrs[0];
+  HB_CHECK(axis == std::floor(axis) && axis >= 0 && axis < double(rank), args.name, ": ", kernel, ": axis ", axis,
+           " must be an integer in [0, ", rank, ")");
+  return int64_t(axis);
+}
+
+int64_t product(const std::vector<int64_t>& shape, size_t first, size_t last) {
+  int64_t p = 1;
+  for (size_t k = first; k < last; ++k) p *= shape[k];
+  return p;
+}
+
+// A strided block copy: `rows` rows of `width` floats, from rows `inStride` apart to rows
+// `outStride` apart.
+void copyRows(const float* in, int64_t inStride, float* out, int64_t outStride, int64_t rows, int64_t width) {
+  if (rows == 0 || width == 0) return;
+  const int64_t bytes = width * int64_t(sizeof(float));
+  parallelFor(rows, std::max<int64_t>(1, kCopyGrain / bytes), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) std::memcpy(out + r * outStride, in + r * inStride, size_t(bytes));
+  });
+}
+
+void concatKernel(const KernelArgs& args) {
+  HB_CHECK(!args.in.empty() && args.out.size() == 1, args.name, ": kernel concat takes 1 or more inputs and 1 output, got ",
+           args.in.size(), " and ", args.out.size());
+  checkFloat32(args, "concat");
+  const Tensor& out = args.out[0];
+  const size_t rank = out.shape.size();
+  const int64_t axis = axisAttr(args, "concat", rank);
+  int64_t total = 0;
+  for (size_t k = 0; k < args.in.size(); ++k) {
+    const Tensor& t = args.in[k];
+    bool match = t.shape.size() == rank;
+    for (size_t d = 0; match && d < rank; ++d) match = int64_t(d) == axis || t.shape[d] == out.shape[d];
+    HB_CHECK(match, args.name, ": concat: input ", k, " has shape ", t.shapeString(), ", which does not fit output ",
+             out.shapeString(), " along axis ", axis);
+    total += t.shape[size_t(axis)];
+  }
+  HB_CHECK(total == out.shape[size_t(axis)], args.name, ": concat: the inputs' dims on axis ", axis, " add up to ",
+           total, ", but the output ", out.shapeString(), " has ", out.shape[size_t(axis)]);
+  const int64_t outer = product(out.shape, 0, size_t(axis));
+  const int64_t inner = product(out.shape, size_t(axis) + 1, rank);
+  const int64_t outRow = out.shape[size_t(axis)] * inner;
+  int64_t offset = 0;
+  for (const Tensor& t : args.in) {
+    const int64_t width = t.shape[size_t(axis)] * inner;
+    copyRows(t.data<float>(), width, out.data<float>() + offset, outRow, outer, width);
+    offset += width;
+  }
+}
+
+// out = in[..., start : start + out.shape[axis], ...] along attrs[0], start = attrs[1].
+void sliceAxisKernel(const KernelArgs& args) {
+  checkArity(args, 1, 1, "slice_axis");
+  checkFloat32(args, "slice_axis");
+  const Tensor& in = args.in[0];
+  const Tensor& out = args.out[0];
+  const size_t rank = in.shape.size();
+  const int64_t axis = axisAttr(args, "slice_axis", rank);
+  HB_CHECK(args.attrs.size() >= 2, args.name, ": kernel slice_axis needs attrs[1] (the start)");
+  const double start = args.attrs[1];
+  bool match = out.shape.size() == rank;
+  for (size_t d = 0; match && d < rank; ++d) match = int64_t(d) == axis || in.shape[d] == out.shape[d];
+  HB_CHECK(match, args.name, ": slice_axis: output ", out.shapeString(), " does not fit input ", in.shapeString(),
+           " along axis ", axis);
+  const int64_t length = out.shape[size_t(axis)];
+  HB_CHECK(start == std::floor(start) && start >= 0 && start + double(length) <= double(in.shape[size_t(axis)]),
+           args.name, ": slice_axis: [", start, ", ", start + double(length), ") is out of range of input ",
+           in.shapeString(), " on axis ", axis);
+  const int64_t outer = product(in.shape, 0, size_t(axis));
+  const int64_t inner = product(in.shape, size_t(axis) + 1, rank);
+  const int64_t inRow = in.shape[size_t(axis)] * inner;
+  copyRows(in.data<float>() + int64_t(start) * inner, inRow, out.data<float>(), length * inner, outer, length * inner);
+}
+
+void copyKernel(const KernelArgs& args) {
+  checkArity(args, 1, 1, "copy");
+  checkFloat32(args, "copy");
+  const Tensor& in = args.in[0];
+  const Tensor& out = args.out[0];
+  HB_CHECK(in.size() == out.size(), args.name, ": copy: input ", in.shapeString(), " and output ", out.shapeString(),
+           " differ in size");
+  if (in.size() == 0 || in.data<float>() == out.data<float>()) return;
+  // Copied as rows of a flat view so big copies split across the pool.
+  const int64_t width = 4096;
+  const int64_t rows = in.size() / width;
+  copyRows(in.data<float>(), width, out.data<float>(), width, rows, width);
+  copyRows(in.data<float>() + rows * width, 0, out.data<float>() + rows * width, 0, 1, in.size() - rows * width);
+}
+
+}  // namespace
+
+HB_REGISTER_KERNEL("concat", concatKernel);
+HB_REGISTER_KERNEL("slice_axis", sliceAxisKernel);
+HB_REGISTER_KERNEL("copy", copyKernel);
+
+}  // namespace hb

@@ -1,0 +1,193 @@
+// Per-element math of the dense graph kernels (native/exec/*_kernels.cc), shared with
+// the CUDA kernels that mirror them, so the CPU tests check what the GPU runs. Every
+// mul-then-add is spelled with mulRn/addRn: nvcc would otherwise fuse it into an FMA
+// and the two backends would round differently.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "native/core/thread_pool.h"
+#include "native/kernels/hb_host_device.h"
+
+namespace hb {
+
+// attrs[0] of the "binary" kernel.
+enum class BinaryOp : int32_t {
+  Add = 0,
+  Sub = 1,
+  Mul = 2,
+  Div = 3,
+  SquaredDifference = 4,
+  Equal = 5,
+  Greater = 6,
+  Maximum = 7,
+};
+constexpr int32_t kBinaryOpCount = 8;
+
+// attrs[0] of the "unary" and "unary_grad" kernels.
+enum class UnaryOp : int32_t {
+  Relu = 0,
+  Sigmoid = 1,
+  Tanh = 2,
+  Neg = 3,
+  Scale = 4,
+  Exp = 5,
+  Log = 6,
+  Square = 7,
+  Sqrt = 8,
+  AddConstant = 9,
+};
+constexpr int32_t kUnaryOpCount = 10;
+
+// A compile-time op, so the loops over a tensor vectorise and the switch is decided
+// once per kernel call rather than per element.
+template <BinaryOp Op>
+HB_HOST_DEVICE float binaryOf(float a, float b) {
+  switch (Op) {
+    case BinaryOp::Add: return addRn(a, b);
+    case BinaryOp::Sub: return addRn(a, -b);
+    case BinaryOp::Mul: return mulRn(a, b);
+    case BinaryOp::Div: return divRn(a, b);
+    case BinaryOp::SquaredDifference: {
+      const float d = addRn(a, -b);
+      return mulRn(d, d);
+    }
+    case BinaryOp::Equal: return a == b ? 1.0f : 0.0f;
+    case BinaryOp::Greater: return a > b ? 1.0f : 0.0f;
+    // Eigen's (and std::max's) choice: a NaN in `a` comes through, one in `b` does not.
+    case BinaryOp::Maximum: return a < b ? b : a;
+  }
+  return 0.0f;
+}
+
+// The logistic function without overflow: exp() only ever sees a non-positive argument.
+HB_HOST_DEVICE float stableSigmoid(float x) {
+  if (x >= 0.0f) return divRn(1.0f, addRn(1.0f, expf(-x)));
+  const float e = expf(x);
+  return divRn(e, addRn(1.0f, e));
+}
+
+// `c` is the constant of Scale and AddConstant (attrs[1]).
+template <UnaryOp Op>
+HB_HOST_DEVICE float unaryOf(float x, float c) {
+  switch (Op) {
+    // max(x, 0) as Eigen writes it, so a NaN stays a NaN.
+    case UnaryOp::Relu: return x < 0.0f ? 0.0f : x;
+    case UnaryOp::Sigmoid: return stableSigmoid(x);
+    case UnaryOp::Tanh: return tanhf(x);
+    case UnaryOp::Neg: return -x;
+    case UnaryOp::Scale: return mulRn(x, c);
+    case UnaryOp::Exp: return expf(x);
+    case UnaryOp::Log: return logf(x);
+    case UnaryOp::Square: return mulRn(x, x);
+    case UnaryOp::Sqrt: return sqrtf(x);
+    case UnaryOp::AddConstant: return addRn(x, c);
+  }
+  return 0.0f;
+}
+
+// Which ops have a "unary_grad", and whether that gradient reads the op's output y
+// (true) or its input x (false).
+HB_HOST_DEVICE bool unaryHasGrad(int32_t op) {
+  return op == 0 || op == 1 || op == 2 || op == 5 || op == 6 || op == 7 || op == 8;
+}
+HB_HOST_DEVICE bool unaryGradReadsOutput(int32_t op) { return op != 6 && op != 7; }
+
+// d input from dy and `v`, the op's output or input as unaryGradReadsOutput says; the
+// rounding order is that of TF's *Grad kernels (SigmoidGrad: dy * y * (1 - y), ...).
+template <UnaryOp Op>
+HB_HOST_DEVICE float unaryGradOf(float dy, float v) {
+  switch (Op) {
+    case UnaryOp::Relu: return v > 0.0f ? dy : 0.0f;
+    case UnaryOp::Sigmoid: return mulRn(mulRn(dy, v), addRn(1.0f, -v));
+    case UnaryOp::Tanh: return mulRn(dy, addRn(1.0f, -mulRn(v, v)));
+    case UnaryOp::Exp: return mulRn(dy, v);
+    case UnaryOp::Log: return divRn(dy, v);
+    case UnaryOp::Square: return mulRn(dy, mulRn(2.0f, v));
+    case UnaryOp::Sqrt: return divRn(mulRn(0.5f, dy), v);
+    default: return 0.0f;
+  }
+}
+
+// tf.nn.sigmoid_cross_entropy_with_logits for label z and logit x:
+// max(x, 0) - x * z + log1p(exp(-|x|)), in TF's order.
+HB_HOST_DEVICE float sigmoidCrossEntropy(float z, float x) {
+  const float relu = x >= 0.0f ? x : 0.0f;
+  const float negAbs = x >= 0.0f ? -x : x;
+  return addRn(addRn(relu, -mulRn(x, z)), log1pf(expf(negAbs)));
+}
+
+// d loss / d x = dy * (sigmoid(x) - z).
+HB_HOST_DEVICE float sigmoidCrossEntropyGrad(float dy, float z, float x) {
+  return mulRn(dy, addRn(stableSigmoid(x), -z));
+}
+
+// DLRM's pairwise interaction without self pairs: pair (i, j), j < i, is output column
+// i * (i - 1) / 2 + j, so columns run i = 1..F-1, j = 0..i-1.
+HB_HOST_DEVICE int64_t interactionPairCount(int64_t features) { return features * (features - 1) / 2; }
+HB_HOST_DEVICE int64_t interactionPairIndex(int64_t i, int64_t j) { return i * (i - 1) / 2 + j; }
+
+// a . b summed in index order.
+HB_HOST_DEVICE float dotInOrder(const float* a, const float* b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t k = 0; k < n; ++k) s = addRn(s, mulRn(a[k], b[k]));
+  return s;
+}
+
+// dT[i, k0..k1) of one example (t: F rows of width D; dz: its P pair gradients): the
+// pairs holding i contribute dz * t[j, k], j ascending. The CPU passes whole rows (the
+// k loop vectorises); a GPU thread can take one k.
+HB_HOST_DEVICE void dotInteractionGrad(const float* dz, const float* t, int64_t features, int64_t width, int64_t i,
+                                       int64_t k0, int64_t k1, float* dti) {
+  for (int64_t k = k0; k < k1; ++k) dti[k] = 0.0f;
+  for (int64_t j = 0; j < features; ++j) {
+    if (j == i) continue;
+    const float g = dz[j < i ? interactionPairIndex(i, j) : interactionPairIndex(j, i)];
+    const float* tj = t + j * width;
+    for (int64_t k = k0; k < k1; ++k) dti[k] = addRn(dti[k], mulRn(g, tj[k]));
+  }
+}
+
+// Sums of many terms (reductions, losses, metrics) are blocked: the terms, in index
+// order, are cut into blocks of kSumBlock; each block is summed in order from 0, and the
+// block sums are added in order. The result depends on nothing but the values, whatever
+// the thread count, and a GPU reduction that sums each block in order reproduces it.
+constexpr int64_t kSumBlock = 4096;
+
+template <typename Term>
+HB_HOST_DEVICE float sumInOrder(Term term, int64_t first, int64_t last) {
+  float s = 0.0f;
+  for (int64_t i = first; i < last; ++i) s = addRn(s, term(i));
+  return s;
+}
+
+// The blocked sum of term(0) .. term(n - 1) on one thread.
+template <typename Term>
+HB_HOST_DEVICE float blockedSumSerial(int64_t n, Term term) {
+  float total = 0.0f;
+  for (int64_t first = 0; first < n; first += kSumBlock) {
+    total = addRn(total, sumInOrder(term, first, n - first < kSumBlock ? n : first + kSumBlock));
+  }
+  return total;
+}
+
+// The same sum, its blocks summed on the host thread pool. Host only, and not from
+// inside another parallelFor body (the pool does not nest).
+template <typename Term>
+inline float blockedSum(int64_t n, Term term) {
+  if (n <= kSumBlock) return blockedSumSerial(n, term);
+  const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
+  std::vector<float> partial(size_t(blocks), 0.0f);
+  parallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      partial[size_t(b)] = sumInOrder(term, b * kSumBlock, b + 1 == blocks ? n : (b + 1) * kSumBlock);
+    }
+  });
+  float total = 0.0f;
+  for (int64_t b = 0; b < blocks; ++b) total = addRn(total, partial[size_t(b)]);
+  return total;
+}
+
+}  // namespace hb

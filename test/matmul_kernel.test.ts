@@ -1,0 +1,303 @@
+// The graph's matmul kernels (native/exec/matmul_kernel.cc over native/kernels/sgemm_cpu.cc),
+// through native.kernelRun, against a float64 reference. The GEMM sums in blocks with
+// fused multiply-adds, so results are compared with a tolerance scaled by the sum of
+// |a| * |b| over each dot product (the usual bound for a float32 dot product), not bit
+// for bit.
+import { spawnSync } from 'child_process';
+import * as hb from '../lib';
+import { native, NativeTensorHandle } from '../lib/native';
+import { randomSource } from './support/reference';
+
+const OP = 'dense_1/matmul'; // the graph op name every error must name
+const TOLERANCE = 1e-5;
+
+type Output = number[] | NativeTensorHandle;
+
+interface Case {
+  m: number;
+  n: number;
+  k: number;
+  transA: boolean;
+  transB: boolean;
+}
+
+const input = (values: Float32Array, shape: number[]) => hb.tensor(values, shape).handle;
+
+function randomMatrix(random: () => number, size: number): Float32Array {
+  const values = new Float32Array(size);
+  for (let i = 0; i < size; i++) values[i] = random() * 2 - 1;
+  return values;
+}
+
+// op(A) is [m, k]: A is stored [m, k], or [k, m] when transposed; likewise B.
+function storedShapes(c: Case) {
+  return { a: c.transA ? [c.k, c.m] : [c.m, c.k], b: c.transB ? [c.n, c.k] : [c.k, c.n] };
+}
+
+// C = op(A) * op(B) (+ C0) in float64, with the sum of |products| per element for the tolerance.
+function reference(c: Case, a: Float32Array, b: Float32Array, c0?: Float32Array) {
+  const { m, n, k } = c;
+  // op(A) as rows [m][k] and op(B) as columns [n][k], so the inner loop reads in order.
+  const rowsA = new Float64Array(m * k);
+  const colsB = new Float64Array(n * k);
+  for (let i = 0; i < m; i++) for (let p = 0; p < k; p++) rowsA[i * k + p] = c.transA ? a[p * m + i] : a[i * k + p];
+  for (let j = 0; j < n; j++) for (let p = 0; p < k; p++) colsB[j * k + p] = c.transB ? b[j * k + p] : b[p * n + j];
+  const value = new Float64Array(m * n);
+  const scale = new Float64Array(m * n);
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      let sum = 0;
+      let sumAbs = 0;
+      for (let p = 0, x = i * k, y = j * k; p < k; p++, x++, y++) {
+        const product = rowsA[x] * colsB[y];
+        sum += product;
+        // Not Math.abs: inside jest's sandbox it is a call V8 does not inline, 40x slower here.
+        sumAbs += product < 0 ? -product : product;
+      }
+      const old = c0 ? c0[i * n + j] : 0;
+      value[i * n + j] = sum + old;
+      scale[i * n + j] = sumAbs + Math.abs(old);
+    }
+  }
+  return { value, scale };
+}
+
+async function run(kernel: string, inputs: NativeTensorHandle[], outputs: Output[], attrs: number[], name = OP) {
+  const handles = await native.kernelRun(kernel, inputs, outputs, attrs, name);
+  expect(handles).toHaveLength(1);
+  const t = new hb.Tensor(handles[0]);
+  expect(t.dtype).toBe('float32');
+  return { shape: [...t.shape], values: (await t.data()) as Float32Array, handle: handles[0] };
+}
+
+// The first element outside the tolerance, or null: one readable failure instead of
+// thousands of expect() calls.
+function firstMismatch(got: Float32Array, want: { value: Float64Array; scale: Float64Array }, n: number) {
+  for (let e = 0; e < want.value.length; e++) {
+    const allowed = TOLERANCE * want.scale[e] + 1e-30;
+    if (!(Math.abs(got[e] - want.value[e]) <= allowed)) {
+      return `C[${Math.floor(e / n)}, ${e % n}] = ${got[e]}, want ${want.value[e]} (within ${allowed})`;
+    }
+  }
+  return null;
+}
+
+async function checkMatmul(c: Case, seed: number) {
+  const random = randomSource(seed);
+  const shapes = storedShapes(c);
+  const a = randomMatrix(random, c.m * c.k);
+  const b = randomMatrix(random, c.k * c.n);
+  const result = await run('matmul', [input(a, shapes.a), input(b, shapes.b)], [[c.m, c.n]], [+c.transA, +c.transB]);
+  expect(result.shape).toEqual([c.m, c.n]);
+  expect(firstMismatch(result.values, reference(c, a, b), c.n)).toBeNull();
+}
+
+const transposes: Array<[boolean, boolean]> = [
+  [false, false],
+  [true, false],
+  [false, true],
+  [true, true],
+];
+const label = ([transA, transB]: [boolean, boolean]) => `transA=${+transA} transB=${+transB}`;
+
+describe('matmul kernel', () => {
+  test('a product worked by hand, exact in float32', async () => {
+    // [[1, 2, 3], [4, 5, 6]] x [[1, 0], [0, 1], [2, -1]] = [[7, -1], [16, -1]]
+    const a = input(Float32Array.from([1, 2, 3, 4, 5, 6]), [2, 3]);
+    const b = input(Float32Array.from([1, 0, 0, 1, 2, -1]), [3, 2]);
+    const { shape, values } = await run('matmul', [a, b], [[2, 2]], []);
+    expect(shape).toEqual([2, 2]);
+    expect(Array.from(values)).toEqual([7, -1, 16, -1]);
+    // The same product from transposed storage: A^T stored [3, 2], B^T stored [2, 3].
+    const aT = input(Float32Array.from([1, 4, 2, 5, 3, 6]), [3, 2]);
+    const bT = input(Float32Array.from([1, 0, 2, 0, 1, -1]), [2, 3]);
+    expect(Array.from((await run('matmul', [aT, bT], [[2, 2]], [1, 1])).values)).toEqual([7, -1, 16, -1]);
+    const one = await run('matmul', [input(Float32Array.from([3]), [1, 1]), input(Float32Array.from([-2.5]), [1, 1])], [[1, 1]], []);
+    expect(Array.from(one.values)).toEqual([-7.5]);
+  });
+
+  describe.each(transposes)('transA=%s transB=%s', (transA, transB) => {
+    // Odd sizes, sizes around the micro-tiles (4x8, 6x16, 14x32) and cache blocks
+    // (KC = 256, MC = 448-480, NC = 512-1024), a vector (m = 1), a dot product.
+    const sizes: Array<[number, number, number]> = [
+      [1, 1, 1],
+      [1, 1, 300],
+      [1, 64, 37],
+      [64, 1, 37],
+      [2, 3, 5],
+      [13, 31, 7],
+      [14, 32, 256],
+      [15, 33, 257],
+      [37, 53, 71],
+      [100, 17, 513],
+      [6, 1040, 40],
+      [481, 40, 260],
+    ];
+    test.each(sizes)('%i x %i x %i', async (m, n, k) => {
+      await checkMatmul({ m, n, k, transA, transB }, m * 1000003 + n * 1009 + k + (transA ? 7 : 0) + (transB ? 13 : 0));
+    });
+
+    test('512 x 256 x 300, split over threads', async () => {
+      await checkMatmul({ m: 512, n: 256, k: 300, transA, transB }, 42);
+    });
+  });
+
+  test('blocks crossed in every dimension at once: 463 x 1031 x 517', async () => {
+    await checkMatmul({ m: 463, n: 1031, k: 517, transA: false, transB: false }, 5);
+    await checkMatmul({ m: 463, n: 1031, k: 517, transA: true, transB: true }, 6);
+  });
+
+  test('k = 0 gives zeros, whatever the output held', async () => {
+    const a = input(new Float32Array(0), [3, 0]);
+    const b = input(new Float32Array(0), [0, 4]);
+    const { shape, values } = await run('matmul', [a, b], [[3, 4]], []);
+    expect(shape).toEqual([3, 4]);
+    expect(Array.from(values)).toEqual(new Array(12).fill(0));
+    const stale = input(new Float32Array(12).fill(NaN), [3, 4]);
+    expect(Array.from((await run('matmul', [a, b], [stale], [])).values)).toEqual(new Array(12).fill(0));
+    // m = 0 or n = 0: an empty output.
+    const empty = await run('matmul', [input(new Float32Array(0), [0, 5]), input(new Float32Array(10), [5, 2])], [[0, 2]], []);
+    expect(empty.shape).toEqual([0, 2]);
+    expect(empty.values).toHaveLength(0);
+  });
+
+  test('an output given as a tensor is overwritten: NaN or Infinity there does not leak in', async () => {
+    const c: Case = { m: 20, n: 40, k: 30, transA: false, transB: true };
+    const random = randomSource(9);
+    const a = randomMatrix(random, c.m * c.k);
+    const b = randomMatrix(random, c.k * c.n);
+    const stale = new Float32Array(c.m * c.n);
+    for (let i = 0; i < stale.length; i++) stale[i] = i % 2 ? NaN : Infinity;
+    const out = input(stale, [c.m, c.n]);
+    const result = await run('matmul', [input(a, [c.m, c.k]), input(b, [c.n, c.k])], [out], [0, 1]);
+    expect(firstMismatch(result.values, reference(c, a, b), c.n)).toBeNull();
+    // Written in place: the tensor passed in holds the product.
+    const again = (await new hb.Tensor(out).data()) as Float32Array;
+    expect(Array.from(again)).toEqual(Array.from(result.values));
+  });
+
+  describe.each(transposes)('matmul_accumulate, %s %s', (transA, transB) => {
+    test('adds the product into the output it is given', async () => {
+      const c: Case = { m: 45, n: 70, k: 300, transA, transB };
+      const random = randomSource(11 + +transA + 2 * +transB);
+      const shapes = storedShapes(c);
+      const a = randomMatrix(random, c.m * c.k);
+      const b = randomMatrix(random, c.k * c.n);
+      const c0 = randomMatrix(random, c.m * c.n);
+      const out = input(c0.slice(), [c.m, c.n]);
+      const result = await run('matmul_accumulate', [input(a, shapes.a), input(b, shapes.b)], [out], [+transA, +transB]);
+      expect(firstMismatch(result.values, reference(c, a, b, c0), c.n)).toBeNull();
+      // Twice: C0 + 2 A B.
+      const twice = await run('matmul_accumulate', [input(a, shapes.a), input(b, shapes.b)], [out], [+transA, +transB]);
+      const once = reference(c, a, b);
+      const want = { value: once.value.map((v, e) => c0[e] + 2 * v), scale: once.scale.map((s, e) => Math.abs(c0[e]) + 2 * s) };
+      expect(firstMismatch(twice.values, want, c.n)).toBeNull();
+    });
+  });
+
+  test('matmul_accumulate with k = 0 leaves the output as it was', async () => {
+    const c0 = Float32Array.from([1, -2, 3, NaN]);
+    const out = input(c0, [2, 2]);
+    const { values } = await run('matmul_accumulate', [input(new Float32Array(0), [2, 0]), input(new Float32Array(0), [0, 2])], [out], []);
+    expect(Array.from(values)).toEqual([1, -2, 3, NaN]);
+  });
+
+  test('a [4096, 13] x [13, 512] layer (a small k over many rows)', async () => {
+    await checkMatmul({ m: 4096, n: 512, k: 13, transA: false, transB: false }, 13);
+  });
+
+  describe('errors name the op and the shapes, before anything is written', () => {
+    const a23 = () => input(Float32Array.from([1, 2, 3, 4, 5, 6]), [2, 3]);
+    const b32 = () => input(Float32Array.from([1, 2, 3, 4, 5, 6]), [3, 2]);
+
+    test('a rank-1 input', async () => {
+      const vector = input(Float32Array.from([1, 2, 3]), [3]);
+      await expect(run('matmul', [vector, b32()], [[1, 2]], [])).rejects.toThrow(
+        /dense_1\/matmul: kernel matmul multiplies rank-2 tensors, got A \[3\] and B \[3, ?2\]/,
+      );
+      await expect(run('matmul_accumulate', [a23(), vector], [[2, 1]], [], 'tower/dot')).rejects.toThrow(
+        /tower\/dot: kernel matmul_accumulate multiplies rank-2 tensors/,
+      );
+    });
+
+    test('inner dimensions that differ', async () => {
+      await expect(run('matmul', [a23(), a23()], [[2, 3]], [])).rejects.toThrow(
+        /dense_1\/matmul: kernel matmul inner dimensions differ: A \[2, ?3\] and B \[2, ?3\] give 3 and 2/,
+      );
+      // Transposing makes them agree: [2, 3] x [2, 3]^T = [2, 2].
+      const ok = await run('matmul', [a23(), a23()], [[2, 2]], [0, 1]);
+      expect(Array.from(ok.values)).toEqual([14, 32, 32, 77]);
+      await expect(run('matmul', [a23(), b32()], [[3, 3]], [1, 0], 'layer_7/matmul')).rejects.toThrow(
+        /layer_7\/matmul: kernel matmul inner dimensions differ: A \[2, ?3\] \(transposed\) and B \[3, ?2\] give 2 and 3/,
+      );
+    });
+
+    test('an output of the wrong shape, untouched', async () => {
+      await expect(run('matmul', [a23(), b32()], [[2, 3]], [])).rejects.toThrow(
+        /dense_1\/matmul: kernel matmul output of A \[2, ?3\] times B \[3, ?2\] must be \[2, 2\], got \[2, ?3\]/,
+      );
+      const out = input(Float32Array.from([9, 9, 9, 9, 9, 9, 9, 9]), [4, 2]);
+      await expect(run('matmul_accumulate', [a23(), b32()], [out], [], 'head/logits')).rejects.toThrow(
+        /head\/logits: kernel matmul_accumulate output .* must be \[2, 2\], got \[4, ?2\]/,
+      );
+      expect(Array.from((await new hb.Tensor(out).data()) as Float32Array)).toEqual(new Array(8).fill(9));
+      await expect(run('matmul', [a23(), b32()], [[4]], [])).rejects.toThrow(/dense_1\/matmul: .*must be \[2, 2\], got \[4\]/);
+    });
+
+    test('transpose attributes other than 0 or 1, and the wrong number of tensors', async () => {
+      await expect(run('matmul', [a23(), b32()], [[2, 2]], [2, 0])).rejects.toThrow(
+        /dense_1\/matmul: kernel matmul attribute transA must be 0 or 1, got 2/,
+      );
+      await expect(run('matmul', [a23(), b32()], [[2, 2]], [0, 0.5])).rejects.toThrow(/attribute transB must be 0 or 1/);
+      await expect(run('matmul', [a23()], [[2, 2]], [])).rejects.toThrow(
+        /dense_1\/matmul: kernel matmul takes 2 inputs and 1 outputs, got 1 and 1/,
+      );
+    });
+  });
+
+  // sgemm_cpu.cc picks AVX-512, AVX2+FMA or portable code at run time; HB_SGEMM_ISA caps
+  // the choice at process start, so each capped path runs in a child process of its own
+  // (one the CPU lacks falls back to the next one down and is still checked).
+  test.each(['portable', 'avx2', 'avx512'])('every code path gives the same products: HB_SGEMM_ISA=%s', (isa) => {
+    const script = `
+      const hb = require(${JSON.stringify(require.resolve('../dist'))});
+      const { native } = require(${JSON.stringify(require.resolve('../dist/native'))});
+      let seed = 7;
+      const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+      const cases = [[1, 1, 1], [7, 33, 5], [37, 53, 71], [15, 65, 300], [300, 70, 600]];
+      (async () => {
+        let worst = 0;
+        for (const [m, n, k] of cases) {
+          for (const [ta, tb] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
+            const a = Float32Array.from({ length: m * k }, () => random() * 2 - 1);
+            const b = Float32Array.from({ length: k * n }, () => random() * 2 - 1);
+            const c0 = Float32Array.from({ length: m * n }, () => random() * 2 - 1);
+            const out = hb.tensor(c0.slice(), [m, n]).handle;
+            const [h] = await native.kernelRun('matmul_accumulate',
+              [hb.tensor(a, ta ? [k, m] : [m, k]).handle, hb.tensor(b, tb ? [n, k] : [k, n]).handle], [out], [ta, tb]);
+            const got = await new hb.Tensor(h).data();
+            for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
+              let sum = c0[i * n + j], scale = Math.abs(c0[i * n + j]);
+              for (let p = 0; p < k; p++) {
+                const x = ta ? a[p * m + i] : a[i * k + p];
+                const y = tb ? b[j * k + p] : b[p * n + j];
+                sum += x * y;
+                scale += Math.abs(x * y);
+              }
+              worst = Math.max(worst, Math.abs(got[i * n + j] - sum) / scale);
+            }
+          }
+        }
+        console.log(JSON.stringify({ worst }));
+      })().catch((e) => { console.error(e); process.exit(1); });
+    `;
+    const result = spawnSync(process.execPath, ['-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, HB_SGEMM_ISA: isa },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    const { worst } = JSON.parse(result.stdout.trim());
+    expect(worst).toBeLessThan(TOLERANCE);
+  });
+});
