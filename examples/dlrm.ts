@@ -6,8 +6,10 @@ import { dlrmModelFn } from '../lib/models/dlrm';
 async function main(): Promise<void> {
   const numDense = 13;
   const tables = Array.from({ length: 8 }, (_, i) => ({ name: `C${i + 1}`, vocabularySize: 20_000, hotness: 1, alpha: 1.1 }));
-  const input = (numSamples: number, seed: number) => () =>
-    hb.data.Dataset.synthetic({ numDense, tables, numSamples, seed }).batch(1024).prefetch(2);
+  // One planted model (seed 1) for both; its rows split in two partitions so that
+  // evaluation is on held-out rows.
+  const input = (partitionIndex: number) => () =>
+    hb.data.Dataset.synthetic({ partitionCount: 2, partitionIndex, seed: 1, numSamples: 400_000, numDense, tables }).batch(1024).prefetch(2);
 
   const estimator = new hb.estimator.Estimator({
     modelFn: dlrmModelFn({
@@ -22,8 +24,8 @@ async function main(): Promise<void> {
   });
   const result = await hb.estimator.trainAndEvaluate(
     estimator,
-    new hb.estimator.TrainSpec({ inputFn: input(200_000, 1), maxSteps: 195 }),
-    new hb.estimator.EvalSpec({ inputFn: input(20_000, 2) }),
+    new hb.estimator.TrainSpec({ inputFn: input(0), maxSteps: 195 }),
+    new hb.estimator.EvalSpec({ inputFn: input(1), steps: 20 }),
     { evalEveryNIter: 100 },
   );
   console.log(`DLRM eval AUC ${result.auc.toFixed(4)}, loss ${result.loss.toFixed(5)} at step ${result.globalStep}`);

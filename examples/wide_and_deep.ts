@@ -13,8 +13,10 @@ async function main(): Promise<void> {
     { name: 'item', vocabularySize: 20_000, hotness: 1, alpha: 1.1 },
     { name: 'tags', vocabularySize: 2_000, hotness: [1, 4] as [number, number], alpha: 1.2 },
   ];
-  const input = (numSamples: number, seed: number) => () =>
-    hb.data.Dataset.synthetic({ numDense: 4, tables, numSamples, seed }).batch(1024).prefetch(2);
+  // One planted model (seed 1) for both; its rows split in two partitions so that
+  // evaluation is on held-out rows.
+  const input = (partitionIndex: number) => () =>
+    hb.data.Dataset.synthetic({ partitionCount: 2, partitionIndex, seed: 1, numSamples: 400_000, numDense: 4, tables }).batch(1024).prefetch(2);
 
   const user = fc.categoricalColumnWithIdentity('user', 50_000);
   const item = fc.categoricalColumnWithIdentity('item', 20_000);
@@ -59,8 +61,8 @@ async function main(): Promise<void> {
   const estimator = new hb.estimator.Estimator({ modelFn, config: new hb.estimator.RunConfig({ logStepCountSteps: 50 }) });
   const result = await hb.estimator.trainAndEvaluate(
     estimator,
-    new hb.estimator.TrainSpec({ inputFn: input(200_000, 1), maxSteps: 195 }),
-    new hb.estimator.EvalSpec({ inputFn: input(20_000, 2) }),
+    new hb.estimator.TrainSpec({ inputFn: input(0), maxSteps: 195 }),
+    new hb.estimator.EvalSpec({ inputFn: input(1), steps: 20 }),
     { evalEveryNIter: 100 },
   );
   console.log(`Wide & Deep eval AUC ${result.auc.toFixed(4)}, loss ${result.loss.toFixed(5)} at step ${result.globalStep}`);

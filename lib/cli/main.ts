@@ -14,8 +14,12 @@ import { readTrainConfig, TrainConfig } from './train_config';
 async function train(configFile: string | undefined): Promise<void> {
   const config: TrainConfig = readTrainConfig(configFile);
   const tables = config.tables.map((t) => ({ ...t, hotness: t.hotness }));
-  const synthetic = (numSamples: number, seed: number) => () =>
-    data.Dataset.synthetic({ numDense: config.numDense, tables, numSamples, seed }).batch(config.batchSize).prefetch(2);
+  // One planted model (one seed) for training and evaluation; its rows split in two
+  // partitions so evaluation is on held-out rows.
+  const synthetic = (partitionIndex: number) => () =>
+    data.Dataset.synthetic({ numDense: config.numDense, tables, numSamples: 2 * config.trainSamples, seed: config.seed, partitionCount: 2, partitionIndex })
+      .batch(config.batchSize)
+      .prefetch(2);
   const makeOptimizer = () =>
     config.optimizer === 'adam'
       ? new AdamOptimizer({ learningRate: config.learningRate })
@@ -37,8 +41,8 @@ async function train(configFile: string | undefined): Promise<void> {
   const started = Date.now();
   const result = await trainAndEvaluate(
     estimator,
-    new TrainSpec({ inputFn: synthetic(config.trainSamples, config.seed), maxSteps }),
-    new EvalSpec({ inputFn: synthetic(config.evalSamples, config.seed + 1000) }),
+    new TrainSpec({ inputFn: synthetic(0), maxSteps }),
+    new EvalSpec({ inputFn: synthetic(1), steps: Math.max(1, Math.ceil(config.evalSamples / config.batchSize)) }),
     { evalEveryNIter: config.evalEveryNIter },
   );
   const seconds = (Date.now() - started) / 1000;

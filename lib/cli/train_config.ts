@@ -29,11 +29,11 @@ export const defaultTrainConfig: TrainConfig = {
   bottomMlp: [64, 16],
   topMlp: [64, 32],
   batchSize: 1024,
-  trainSamples: 200_000,
+  trainSamples: 1_000_000,
   evalSamples: 20_000,
-  evalEveryNIter: 100,
+  evalEveryNIter: 250,
   optimizer: 'adagrad',
-  learningRate: 0.05,
+  learningRate: 0.1,
   seed: 1,
 };
 

@@ -1,31 +1,33 @@
 // The CPU SGEMM, in the style of GotoBLAS / BLIS:
 //
-//   for each column block of C (nc wide)                       -> B panel lives in L3
-//     for each depth block (kc deep)       pack op(B) [kc, nc]
-//       for each row block (mc high)       pack op(A) [mc, kc]   -> A block lives in L2
-//         for each NR-wide micro-panel of B                      -> stays in L1
-//           for each MR-high micro-panel of A
+//   for each column block of C (nc wide)
+//     for each depth block (kc deep)       pack op(B) [kc, nc]   -> lives in L2
+//       for each row block (mc high)       pack op(A) [mc, kc]
+//         for each MR-high micro-panel of A                      -> stays in L1
+//           for each NR-wide micro-panel of B                    -> streams from L2
 //             micro-kernel: an MR x NR tile of C in registers, kc rank-1 updates
 //
 // Packing turns any layout (transposed or not, any leading dimension) into the one
 // order the micro-kernel streams, zero-padded to whole MR / NR panels so that the
-// micro-kernel never branches on edges inside its loop.
+// micro-kernel never branches on edges inside its loop. Running a row strip of C at a
+// time (rather than BLIS's column of micro-tiles) writes C in address order, which
+// matters when kc is small and the product is mostly stores (DLRM's 13-wide input
+// layer).
 //
 // Three micro-kernels, chosen once at run time: AVX-512 (14 x 32), AVX2+FMA (6 x 16)
 // and a portable one (4 x 8) the compiler auto-vectorises for whatever the build
-// targets. HB_SGEMM_ISA=portable|avx2|avx512 caps the choice (for tests and for
-// comparing them); an instruction set the CPU lacks is never used.
+// targets. HB_SGEMM_ISA=portable|avx2 caps the choice (for tests and for comparing
+// them); an instruction set the CPU lacks is never used.
 //
-// Threads: C is cut into one rectangle per thread and each thread runs the loops
-// above on its own rectangle with its own packing buffers. The rectangles are made
-// about square (in MR / NR units) because every thread packs the full depth of its
-// own rows of A and columns of B: square tiles pack the least. Problems too small to
-// repay a hand-off to the pool run on the calling thread.
+// Threads: see gemmThreaded. Problems too small to repay a hand-off to the pool run
+// on the calling thread.
 //
 // FMA: the project builds with -ffp-contract=off so that elementwise kernels round
 // the same way everywhere; a GEMM's result already depends on its blocking, so the
-// vector micro-kernels use explicit fused multiply-adds. Every kernel applies alpha
-// and beta with separate multiplies and adds, in the same order on full and edge tiles.
+// vector micro-kernels use explicit fused multiply-adds (the AVX2 and AVX-512 ones
+// share KC and sum in the same order, so they give the same bits). Every kernel
+// applies alpha and beta with separate multiplies and adds, in the same order on
+// full and edge tiles.
 #include "native/kernels/sgemm.h"
 
 #include <algorithm>
@@ -194,7 +196,7 @@ struct PortableKernel {
 // How many steps of k ahead the vector kernels ask for B's next rows. B comes from L2
 // when packed, from memory when read in place (see gemmRectangle), where its rows are
 // ldb apart: a stride hardware prefetchers may not follow.
-constexpr int64_t kPrefetchSteps = 8;
+constexpr int64_t kPrefetchSteps = 16;
 
 // Asks for the C tile's cache lines before the multiply-adds, so that with a small kc
 // the stores do not wait on memory.
@@ -257,8 +259,54 @@ void tile(int64_t kc, const float* __restrict a, const float* __restrict b, int6
   storeEdge(scratch, NR, beta, c, ldc, rows, cols);
 }
 
+// col[j] lane i = row[i] lane j, for 8 x 8 floats.
+inline void transpose8x8(const __m256 row[8], __m256 col[8]) {
+  __m256 pairs[8], quads[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    pairs[2 * i] = _mm256_unpacklo_ps(row[2 * i], row[2 * i + 1]);
+    pairs[2 * i + 1] = _mm256_unpackhi_ps(row[2 * i], row[2 * i + 1]);
+  }
+  // quads[4g + c], 128-bit lane L: rows 4g .. 4g+3 at column 4L + c.
+#pragma GCC unroll 2
+  for (int g = 0; g < 2; ++g) {
+    quads[4 * g + 0] = _mm256_shuffle_ps(pairs[4 * g], pairs[4 * g + 2], 0x44);
+    quads[4 * g + 1] = _mm256_shuffle_ps(pairs[4 * g], pairs[4 * g + 2], 0xEE);
+    quads[4 * g + 2] = _mm256_shuffle_ps(pairs[4 * g + 1], pairs[4 * g + 3], 0x44);
+    quads[4 * g + 3] = _mm256_shuffle_ps(pairs[4 * g + 1], pairs[4 * g + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    col[c] = _mm256_permute2f128_ps(quads[c], quads[4 + c], 0x20);
+    col[4 + c] = _mm256_permute2f128_ps(quads[c], quads[4 + c], 0x31);
+  }
+}
+
+// Packing a row-major A is a transpose (MR rows of A become kc steps of MR floats):
+// done 8 steps at a time in registers, it costs a fraction of the scalar copy's
+// element-by-element moves, which showed as a third of the time of DLRM's narrow
+// layers ([4096, 256] x [256, 64]).
 void packA(const GemmProblem& p, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
-  packPanelsA<MR>(p, i0, mc, p0, kc, out);
+  if (p.transA) return packPanelsA<MR>(p, i0, mc, p0, kc, out);
+  const int64_t fullRows = mc / MR * MR;
+  const __m256i panelStep = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);  // MR = 6 of 8 lanes
+  for (int64_t ir = 0; ir < fullRows; ir += MR) {
+    const float* src = p.A + (i0 + ir) * p.lda + p0;
+    float* panel = out + ir * kc;
+    __m256 row[8], col[8];
+    row[6] = row[7] = _mm256_setzero_ps();
+    int64_t k0 = 0;
+    for (; k0 + 8 <= kc; k0 += 8) {
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) row[r] = _mm256_loadu_ps(src + r * p.lda + k0);
+      transpose8x8(row, col);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) _mm256_maskstore_ps(panel + (k0 + j) * MR, panelStep, col[j]);
+    }
+    for (; k0 < kc; ++k0)
+      for (int64_t r = 0; r < MR; ++r) panel[k0 * MR + r] = src[r * p.lda + k0];
+  }
+  if (fullRows < mc) packPanelsA<MR>(p, i0 + fullRows, mc - fullRows, p0, kc, out + fullRows * kc);
 }
 void packB(const GemmProblem& p, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
   packPanelsB<NR>(p, p0, kc, j0, nc, out);
@@ -323,8 +371,64 @@ void tile(int64_t kc, const float* __restrict a, const float* __restrict b, int6
   storeEdge(scratch, NR, beta, c, ldc, rows, cols);
 }
 
+// col[j] lane i = row[i] lane j, for 16 x 16 floats: pairs of rows interleaved, then
+// pairs of pairs, then the 128-bit lanes regrouped twice. (The zero-masked forms with a
+// full mask are the plain instructions; the unmasked intrinsics start from an
+// "undefined" register that GCC 12 reports as maybe uninitialized.)
+inline void transpose16x16(const __m512 row[16], __m512 col[16]) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  constexpr __mmask8 kAll64 = 0xFF;
+  __m512 pairs[16], quads[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    pairs[2 * i] = _mm512_maskz_unpacklo_ps(kAll, row[2 * i], row[2 * i + 1]);
+    pairs[2 * i + 1] = _mm512_maskz_unpackhi_ps(kAll, row[2 * i], row[2 * i + 1]);
+  }
+  // quads[4g + c], lane L: rows 4g .. 4g+3 at column 4L + c.
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    const __m512d lo0 = _mm512_castps_pd(pairs[4 * g]), hi0 = _mm512_castps_pd(pairs[4 * g + 1]);
+    const __m512d lo1 = _mm512_castps_pd(pairs[4 * g + 2]), hi1 = _mm512_castps_pd(pairs[4 * g + 3]);
+    quads[4 * g + 0] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(kAll64, lo0, lo1));
+    quads[4 * g + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(kAll64, lo0, lo1));
+    quads[4 * g + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(kAll64, hi0, hi1));
+    quads[4 * g + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(kAll64, hi0, hi1));
+  }
+  // Lane L of a row of 16 is 4 columns; 0x88 takes lanes 0 and 2 of each source, 0xDD
+  // lanes 1 and 3.
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512 even01 = _mm512_maskz_shuffle_f32x4(kAll, quads[c], quads[4 + c], 0x88);
+    const __m512 odd01 = _mm512_maskz_shuffle_f32x4(kAll, quads[c], quads[4 + c], 0xDD);
+    const __m512 even23 = _mm512_maskz_shuffle_f32x4(kAll, quads[8 + c], quads[12 + c], 0x88);
+    const __m512 odd23 = _mm512_maskz_shuffle_f32x4(kAll, quads[8 + c], quads[12 + c], 0xDD);
+    col[c] = _mm512_maskz_shuffle_f32x4(kAll, even01, even23, 0x88);
+    col[8 + c] = _mm512_maskz_shuffle_f32x4(kAll, even01, even23, 0xDD);
+    col[4 + c] = _mm512_maskz_shuffle_f32x4(kAll, odd01, odd23, 0x88);
+    col[12 + c] = _mm512_maskz_shuffle_f32x4(kAll, odd01, odd23, 0xDD);
+  }
+}
+
+// A row-major A packed 16 steps at a time, as avx2::packA does 8.
 void packA(const GemmProblem& p, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
-  packPanelsA<MR>(p, i0, mc, p0, kc, out);
+  if (p.transA) return packPanelsA<MR>(p, i0, mc, p0, kc, out);
+  const int64_t fullRows = mc / MR * MR;
+  constexpr __mmask16 kPanelStep = (1u << MR) - 1;
+  for (int64_t ir = 0; ir < fullRows; ir += MR) {
+    const float* src = p.A + (i0 + ir) * p.lda + p0;
+    float* panel = out + ir * kc;
+    __m512 row[16], col[16];
+    row[14] = row[15] = _mm512_setzero_ps();
+    for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+      const int64_t steps = std::min<int64_t>(16, kc - k0);
+      const __mmask16 valid = steps == 16 ? __mmask16(0xFFFF) : __mmask16((1u << steps) - 1);
+#pragma GCC unroll 14
+      for (int r = 0; r < MR; ++r) row[r] = _mm512_maskz_loadu_ps(valid, src + r * p.lda + k0);
+      transpose16x16(row, col);
+      for (int64_t j = 0; j < steps; ++j) _mm512_mask_storeu_ps(panel + (k0 + j) * MR, kPanelStep, col[j]);
+    }
+  }
+  if (fullRows < mc) packPanelsA<MR>(p, i0 + fullRows, mc - fullRows, p0, kc, out + fullRows * kc);
 }
 void packB(const GemmProblem& p, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
   packPanelsB<NR>(p, p0, kc, j0, nc, out);
