@@ -256,17 +256,19 @@ describe('matmul kernel', () => {
   });
 
   // sgemm_cpu.cc picks AVX-512, AVX2+FMA or portable code at run time; HB_SGEMM_ISA caps
-  // the choice at process start, so each capped path runs in a child process of its own
-  // (one the CPU lacks falls back to the next one down and is still checked).
-  test.each(['portable', 'avx2', 'avx512'])('every code path gives the same products: HB_SGEMM_ISA=%s', (isa) => {
+  // the choice at process start, so each path runs in a child process of its own (a
+  // path the CPU lacks falls back to the next one down, and is still checked). Each
+  // child reports its worst error and a digest of the bits of every product.
+  function runChild(env: Record<string, string>) {
     const script = `
       const hb = require(${JSON.stringify(require.resolve('../dist'))});
       const { native } = require(${JSON.stringify(require.resolve('../dist/native'))});
       let seed = 7;
       const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
-      const cases = [[1, 1, 1], [7, 33, 5], [37, 53, 71], [15, 65, 300], [300, 70, 600]];
+      const cases = [[1, 1, 1], [7, 33, 5], [37, 53, 71], [15, 65, 300], [300, 70, 600], [13, 300, 1000]];
       (async () => {
         let worst = 0;
+        let digest = 2166136261;
         for (const [m, n, k] of cases) {
           for (const [ta, tb] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
             const a = Float32Array.from({ length: m * k }, () => random() * 2 - 1);
@@ -276,6 +278,7 @@ describe('matmul kernel', () => {
             const [h] = await native.kernelRun('matmul_accumulate',
               [hb.tensor(a, ta ? [k, m] : [m, k]).handle, hb.tensor(b, tb ? [n, k] : [k, n]).handle], [out], [ta, tb]);
             const got = await new hb.Tensor(h).data();
+            for (const bits of new Uint32Array(got.buffer, got.byteOffset, got.length)) digest = Math.imul(digest ^ bits, 16777619) >>> 0;
             for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
               let sum = c0[i * n + j], scale = Math.abs(c0[i * n + j]);
               for (let p = 0; p < k; p++) {
@@ -288,16 +291,25 @@ describe('matmul kernel', () => {
             }
           }
         }
-        console.log(JSON.stringify({ worst }));
+        console.log(JSON.stringify({ worst, digest }));
       })().catch((e) => { console.error(e); process.exit(1); });
     `;
-    const result = spawnSync(process.execPath, ['-e', script], {
-      encoding: 'utf8',
-      env: { ...process.env, HB_SGEMM_ISA: isa },
-    });
+    const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, ...env } });
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
-    const { worst } = JSON.parse(result.stdout.trim());
-    expect(worst).toBeLessThan(TOLERANCE);
+    return JSON.parse(result.stdout.trim()) as { worst: number; digest: number };
+  }
+
+  test('every code path is within tolerance; AVX2 and AVX-512 give the same bits, with any number of threads', () => {
+    const portable = runChild({ HB_SGEMM_ISA: 'portable' });
+    const avx2 = runChild({ HB_SGEMM_ISA: 'avx2' });
+    const best = runChild({});
+    const bestOneThread = runChild({ HB_NUM_THREADS: '1' });
+    for (const child of [portable, avx2, best, bestOneThread]) expect(child.worst).toBeLessThan(TOLERANCE);
+    // Both vector kernels sum each depth block of 256 in order with fused multiply-adds,
+    // and a thread computes whole elements, so neither the CPU nor the thread count
+    // changes a result.
+    expect(avx2.digest).toBe(best.digest);
+    expect(bestOneThread.digest).toBe(best.digest);
   });
 });

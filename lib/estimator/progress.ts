@@ -8,6 +8,7 @@ export class TrainingProgress {
   private windowSteps = 0;
   private windowSamples = 0;
   private lastRate = { steps: 0, samples: 0 };
+  private payload: Record<string, string | number> = { loss: '-', stepsPerSec: '-', samplesPerSec: '-' };
 
   constructor(
     private readonly log: (line: string) => void,
@@ -22,7 +23,7 @@ export class TrainingProgress {
         stream: process.stderr,
         hideCursor: true,
       });
-      this.bar.start(maxSteps, startStep, { loss: '-', stepsPerSec: '-', samplesPerSec: '-' });
+      this.bar.start(maxSteps, startStep, this.payload);
     }
   }
 
@@ -36,11 +37,12 @@ export class TrainingProgress {
       this.windowSteps = 0;
       this.windowSamples = 0;
     }
-    this.bar?.update(globalStep, {
+    this.payload = {
       loss: loss.toFixed(5),
       stepsPerSec: this.lastRate.steps.toFixed(1),
       samplesPerSec: Math.round(this.lastRate.samples),
-    });
+    };
+    this.bar?.update(globalStep, this.payload);
     if (this.every > 0 && globalStep % this.every === 0) {
       this.line(`step ${globalStep}: loss = ${loss.toPrecision(6)} (${this.lastRate.steps.toFixed(2)} steps/s, ${Math.round(this.lastRate.samples)} samples/s)`);
     }
@@ -51,7 +53,7 @@ export class TrainingProgress {
       // Keep the bar below the log line.
       this.bar.stop();
       this.log(text);
-      this.bar.start(this.bar.getTotal(), this.bar.getProgress() * this.bar.getTotal());
+      this.bar.start(this.bar.getTotal(), Math.round(this.bar.getProgress() * this.bar.getTotal()), this.payload);
     } else {
       this.log(text);
     }

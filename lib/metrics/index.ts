@@ -141,8 +141,9 @@ export function accuracy(labels: MetricInput, predictions: MetricInput, options:
     const l = await concreteFloat32(labels, `${name}: labels`);
     const p = await concreteFloat32(predictions, `${name}: predictions`);
     if (l.length !== p.length) throw new RangeError(`${name}: labels has ${l.length} values but predictions has ${p.length}`);
-    const correct = new Float32Array(l.length);
-    for (let i = 0; i < l.length; i++) correct[i] = l[i] === p[i] ? 1 : 0;
+    // The same equal kernel the graph runs (binary op 5), then the mean.
+    const [equalHandle] = await native.kernelRun('binary', [tensor(l, [l.length]).handle, tensor(p, [p.length]).handle], [[l.length]], [5], name);
+    const correct = (await new Tensor(equalHandle).data()) as Float32Array;
     return mean(correct, { weights: options.weights, name });
   })();
 }
