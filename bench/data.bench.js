@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Input pipeline throughput next to the training step it must feed, measured in the same
 // run: rows/s of hb.data reading Parquet (26 string + 13 float columns + label) and raw
-// Criteo TSV, with one reader thread and with all cores, against the rows/s of the
-// sparse training step (lookup + backward + Adagrad on a 1M x 64 table, 26 power-law ids
-// per example, as bench/sparse_step.bench.js) at the same batch size. The reader must
-// deliver at least 3 steps' worth of rows in the time of one.
+// Criteo TSV, with one reader thread and with all cores, against the rows/s of two
+// training steps at the same batch size: the DLRM step of bench/dlrm_step.bench.js (what a
+// reader feeds in a real run) and the bare sparse step (lookup + backward + Adagrad on a
+// 1M x 64 table, 26 power-law ids per example, as bench/sparse_step.bench.js). The reader
+// must deliver at least 3 steps' worth of rows in the time of one.
 //
 //   node bench/data.bench.js [--rows 1000000] [--batch 8192] [--iters 20] [--tableRows 1000000] [--dim 64]
 //
@@ -20,7 +21,7 @@ const arrow = require('apache-arrow');
 const parquet = require('parquet-wasm/node');
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
-const { seededUniform, sparseAdagradStep } = require('./workloads');
+const { dlrmTrainer, seededUniform, sparseAdagradStep } = require('./workloads');
 
 const rows = option('rows', 1_000_000);
 const batch = option('batch', 8192);
@@ -187,6 +188,15 @@ async function main() {
         `${(stepSeconds * 1e3).toFixed(1)} ms, ${Math.round(trainRows).toLocaleString('en-US')} rows/s`,
     );
 
+    // The DLRM training step (bench/dlrm_step.bench.js's model) at the same batch size:
+    // the step a reader feeds in a real run.
+    const dlrm = await (await dlrmTrainer(hb, { rows: 100_000, dim: 64, batch })).time(3);
+    const dlrmRows = (batch * 1000) / dlrm.msPerStep;
+    console.log(
+      `training step (DLRM on ${hb.currentDevice()}: 26 tables 100000x64, MLPs 512-256-64 / 512-256-1, batch ${batch}, Adagrad): ` +
+        `${dlrm.msPerStep.toFixed(1)} ms, ${Math.round(dlrmRows).toLocaleString('en-US')} rows/s`,
+    );
+
     const cases = [
       ['Parquet, 26 string + 13 float columns', (workers) => hb.data.Dataset.fromParquet(parquetFiles, { labelField: 'label', numWorkers: workers }).batch(batch)],
       ['Criteo TSV', (workers) => hb.data.Dataset.fromCriteoTsv(tsvFiles, { numWorkers: workers }).batch(batch)],
@@ -197,7 +207,7 @@ async function main() {
         console.log(
           `${name}, ${workers} reader thread${workers > 1 ? 's' : ''}: ${Math.round(r.rowsPerSecond).toLocaleString('en-US')} rows/s ` +
             `(start-up ${(r.startup * 1e3).toFixed(0)} ms; ${Math.round(r.overall).toLocaleString('en-US')} rows/s with it over ${r.count} rows) | ` +
-            `ratio reader rows/s / training rows/s = ${(r.rowsPerSecond / trainRows).toFixed(2)}`,
+            `ratio reader rows/s / training rows/s = ${(r.rowsPerSecond / trainRows).toFixed(2)} (sparse step), ${(r.rowsPerSecond / dlrmRows).toFixed(2)} (DLRM step)`,
         );
       }
     }

@@ -38,4 +38,48 @@ function sparseAdagradStep(hb, { rows, dim, batch, name }) {
   };
 }
 
-module.exports = { seededUint32, seededUniform, sparseAdagradStep };
+/**
+ * The DLRM of bench/dlrm_step.bench.js (13 dense features, 26 tables of `rows` x `dim`,
+ * MLPs 512-256-dim / 512-256-1, Adagrad) in an Estimator, and an input that cycles over
+ * four batches made in advance. `time(steps)` trains that many steps after two of warm-up
+ * and gives ms per step and the native calls' share of it.
+ */
+async function dlrmTrainer(hb, { rows, dim, batch }) {
+  const path = require('path');
+  const { dlrmModelFn } = require(path.resolve(__dirname, '..', 'dist', 'models', 'dlrm'));
+  const numDense = 13;
+  const tables = Array.from({ length: 26 }, (_, i) => ({ name: `C${i + 1}`, vocabularySize: rows, hotness: 1, alpha: 1.1 }));
+  const batches = [];
+  for await (const b of hb.data.Dataset.synthetic({ numDense, tables, numSamples: batch * 4, seed: 1 }).batch(batch)) batches.push(b);
+  const input = () => ({
+    *[Symbol.iterator]() {
+      for (let i = 0; ; i++) yield batches[i % batches.length];
+    },
+  });
+  const estimator = new hb.estimator.Estimator({
+    modelFn: dlrmModelFn({
+      denseFeatures: Array.from({ length: numDense }, (_, i) => `I${i + 1}`),
+      tables: tables.map((t) => ({ name: t.name, numBuckets: rows })),
+      embeddingDim: dim,
+      bottomMlp: [512, 256, dim],
+      topMlp: [512, 256],
+      makeOptimizer: () => new hb.train.AdagradOptimizer({ learningRate: 0.05 }),
+    }),
+    config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, logStepCountSteps: 0 }),
+  });
+  await estimator.train(input, { steps: 2 });
+  return {
+    numDense,
+    numTables: tables.length,
+    async time(steps) {
+      let nativeMs = 0;
+      const hook = { afterRun: (info) => void (nativeMs += info.nativeMs) };
+      const start = process.hrtime.bigint();
+      await estimator.train(input, { steps, hooks: [hook] });
+      const wallMs = Number(process.hrtime.bigint() - start) / 1e6;
+      return { msPerStep: wallMs / steps, outsideNative: Math.max(0, 1 - nativeMs / wallMs) };
+    },
+  };
+}
+
+module.exports = { seededUint32, seededUniform, sparseAdagradStep, dlrmTrainer };

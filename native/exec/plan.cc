@@ -226,6 +226,20 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     return out;
   };
 
+  // The update of one variable with its slots, by the rule and hyperparameters of the
+  // step's optimizer (checkOptimizerApply makes sure the slots fit the rule).
+  auto updateOf = [&](const PlanStep& s) {
+    OptimizerApplyRequest a;
+    a.hyper = hypers[s.optimizer];
+    a.name = s.name;
+    a.var = params_[s.variable];
+    a.hasSlot0 = s.slots.size() > 0;
+    if (a.hasSlot0) a.slot0 = params_[s.slots[0]];
+    a.hasSlot1 = s.slots.size() > 1;
+    if (a.hasSlot1) a.slot1 = params_[s.slots[1]];
+    return a;
+  };
+
   for (const PlanStep& s : steps_) {
     switch (s.kind) {
       case PlanStep::Kind::Kernel: {
@@ -249,14 +263,7 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
           indices.push_back(g.indices);
           rows.push_back(g.values);
         }
-        OptimizerApplyRequest a;
-        a.hyper = hypers[s.optimizer];
-        a.name = s.name;
-        a.var = params_[s.variable];
-        a.hasSlot0 = s.slots.size() > 0;
-        if (a.hasSlot0) a.slot0 = params_[s.slots[0]];
-        a.hasSlot1 = s.slots.size() > 1;
-        if (a.hasSlot1) a.slot1 = params_[s.slots[1]];
+        OptimizerApplyRequest a = updateOf(s);
         a.sparse = true;
         // Two lookups of one table (shared embedding columns) make one update, as TF
         // aggregates IndexedSlices before applying them.
@@ -267,15 +274,8 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
         break;
       }
       case PlanStep::Kind::DenseApply: {
-        OptimizerApplyRequest a;
-        a.hyper = hypers[s.optimizer];
-        a.name = s.name;
-        a.var = params_[s.variable];
-        a.hasSlot0 = s.slots.size() > 0;
-        if (a.hasSlot0) a.slot0 = params_[s.slots[0]];
-        a.hasSlot1 = s.slots.size() > 1;
-        if (a.hasSlot1) a.slot1 = params_[s.slots[1]];
-        a.grad = gather(s.grads)[0];
+        OptimizerApplyRequest a = updateOf(s);
+        a.grad = valueAt(s.grads[0]);
         checkOptimizerApply(a);
         runOptimizerApply(a);
         break;

@@ -7,7 +7,14 @@ namespace hb {
 
 // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major. op(A) is A [M,K] (lda >= K) or,
 // with transA, A^T where A is [K,M] (lda >= M); likewise B. beta == 0 ignores C's
-// previous contents (NaN included), as BLAS does.
+// previous contents (NaN included), as BLAS does; so do K == 0 and alpha == 0, which
+// leave C = beta * C without reading A or B. Throws hb::Error for a negative size or a
+// leading dimension below the one the shapes need.
+//
+// Runs on hb::parallelFor's pool when the product is big enough to repay it; must not
+// be called from inside a parallelFor body. Picks AVX-512, AVX2+FMA or portable code at
+// the first call (HB_SGEMM_ISA=portable|avx2 caps the choice). Results do not depend on
+// the thread count, and are the same bits with AVX2 and AVX-512.
 void sgemmCpu(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 

@@ -456,6 +456,10 @@ struct Avx512Kernel {
   static constexpr auto packB = avx512::packB;
 };
 
+// The vector kernels give the same bits (see the top of the file) only while they cut K
+// the same way.
+static_assert(Avx2Kernel::KC == Avx512Kernel::KC, "AVX2 and AVX-512 results would differ");
+
 #endif  // HB_SGEMM_X86
 
 // Packing buffers, kept between calls (the pool's threads live as long as the process)
@@ -605,6 +609,8 @@ void gemmThreaded(const GemmProblem& p) {
     gemmRectangle<Kernel>(p, 0, p.M, 0, p.N);
     return;
   }
+  // A whole number of rounds over the threads, when there is more than one round.
+  if (count > threads) count = count / threads * threads;
   const int64_t side = roundUp(ceilDiv(extent, count), unit);
   count = ceilDiv(extent, side);
   const Prepacked shared = prepack<Kernel>(p, /*forA=*/!splitRows);
