@@ -4,6 +4,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as hb from '../lib';
+import { CompiledStep } from '../lib/graph/compiled_step';
+import { Graph, VariableStore } from '../lib/graph/graph';
+import { placeholder } from '../lib/graph/ops/sources';
 
 const fc = hb.featureColumn;
 const { ModeKeys } = hb.estimator;
@@ -209,5 +212,54 @@ describe('Estimator predict and errors', () => {
     expect(result.auc).toBeGreaterThan(0.5);
     expect(logs.filter((l) => l.startsWith('evaluation')).length).toBe(2);
     expect(logs.some((l) => /^step 10: loss = /.test(l))).toBe(true);
+  });
+});
+
+describe('trainAndEvaluate stopping', () => {
+  test('a hook that returns false ends the run (one final evaluation)', async () => {
+    const logs: string[] = [];
+    const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: new hb.estimator.RunConfig({ log: (l) => logs.push(l), progressBar: false }) });
+    const stopAtThree = { afterRun: (info: { globalStep: number }) => (info.globalStep >= 3 ? false : undefined) };
+    const result = await hb.estimator.trainAndEvaluate(
+      est,
+      new hb.estimator.TrainSpec({ inputFn: dataset(20_000, TRAIN), hooks: [stopAtThree] }),
+      new hb.estimator.EvalSpec({ inputFn: dataset(1024, EVAL, 1024), steps: 1 }),
+      { evalEveryNIter: 100 },
+    );
+    expect(result.globalStep).toBe(3);
+    expect(logs.filter((l) => l.startsWith('evaluation')).length).toBe(1);
+  });
+
+  test('evaluations by time lose no training batch', async () => {
+    const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: quiet() });
+    const batches = 12;
+    const result = await hb.estimator.trainAndEvaluate(
+      est,
+      new hb.estimator.TrainSpec({ inputFn: dataset(256 * batches, TRAIN) }),
+      new hb.estimator.EvalSpec({ inputFn: dataset(1024, EVAL, 1024), steps: 1, throttleSecs: 0 }),
+    );
+    expect(result.globalStep).toBe(batches);
+  });
+});
+
+describe('loss weights', () => {
+  test('a number, per-example weights and [batch, 1] weights over [batch, 2] losses follow TF', async () => {
+    const graph = new Graph(new VariableStore());
+    const labels = Float32Array.from([1, 0, 1, 0, 0, 1]);
+    const predictions = Float32Array.from([0.5, 0.5, 1, 1, 0, 2]);
+    const weights = Float32Array.from([1, 0, 3]);
+    const y = placeholder(graph, [-1, 2], { name: 'y', build: () => labels });
+    const p = placeholder(graph, [-1, 2], { name: 'p', build: () => predictions });
+    const w = placeholder(graph, [-1, 1], { name: 'w', build: () => weights });
+    const plain = hb.losses.meanSquaredError(y, p);
+    const scaled = hb.losses.meanSquaredError(y, p, { weights: 2 });
+    const broadcast = hb.losses.meanSquaredError(y, p, { weights: w });
+    const step = new CompiledStep(graph, [plain, scaled, broadcast]);
+    const out = (await step.run(await step.prepare({ features: { y: hb.tensor(labels, [3, 2]) } }))).outputs.map((o) => (o as Float32Array)[0]);
+    const sq = [0.25, 0.25, 0, 1, 0, 1];
+    expect(out[0]).toBeCloseTo(sq.reduce((a, b) => a + b) / 6, 6);
+    // SUM_BY_NONZERO_WEIGHTS: sum(w * l) / count(w != 0), weights broadcast to [3, 2].
+    expect(out[1]).toBeCloseTo((2 * sq.reduce((a, b) => a + b)) / 6, 6);
+    expect(out[2]).toBeCloseTo((1 * (0.25 + 0.25) + 0 * (0 + 1) + 3 * (0 + 1)) / 4, 6);
   });
 });

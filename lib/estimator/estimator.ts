@@ -49,6 +49,12 @@ const assertFiniteDef = defineOp({
   lower: (node, ctx) => ctx.kernel('assert_finite', [ctx.value(node.inputs[0])], [], [], node.name),
 });
 
+/** Why a training run ended; `leftover` is a batch read but not trained on. */
+export interface TrainStop {
+  reason: 'inputEnd' | 'stopAt' | 'hook';
+  leftover?: Batch;
+}
+
 export interface EvaluateResult {
   loss: number;
   globalStep: number;
@@ -228,52 +234,53 @@ export class Estimator {
     return this;
   }
 
-  /** @internal Trains from an iterator of batches; false when the input ran out. */
-  async trainOn(batches: AsyncIterator<Batch>, options: { maxSteps?: number; steps?: number; hooks?: TrainHook[] }): Promise<boolean> {
+  /**
+   * @internal Trains from an iterator of batches. Says why it stopped; when a hook stopped
+   * it, the batch already read for the next step comes back as `leftover`.
+   */
+  async trainOn(batches: AsyncIterator<Batch>, options: { maxSteps?: number; steps?: number; hooks?: TrainHook[] }): Promise<TrainStop> {
     const { maxSteps, steps } = options;
     for (const [k, v] of [['maxSteps', maxSteps], ['steps', steps]] as const) {
       if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new RangeError(`train: ${k} must be an integer >= 0, got ${String(v)}`);
     }
+    if (maxSteps !== undefined && steps !== undefined) throw new Error('train: give steps or maxSteps, not both (as TF)');
     const hooks = options.hooks ?? [];
-    let first = await batches.next();
-    if (first.done) return false;
+    const first = await batches.next();
+    if (first.done) return { reason: 'inputEnd' };
     const built = await this.build(ModeKeys.TRAIN, first.value);
     const stopAt = Math.min(maxSteps ?? Infinity, steps !== undefined ? this.step + steps : Infinity);
-    if (this.step >= stopAt) return true;
+    if (this.step >= stopAt) return { reason: 'stopAt', leftover: first.value };
     const progress = new TrainingProgress(this.config.log, this.config.logStepCountSteps, this.config.progressBar, this.step, Number.isFinite(stopAt) ? stopAt : undefined);
     let lastSave = Date.now();
     let lastSavedStep = this.step;
-    let inputLeft = true;
+    let stop: TrainStop = { reason: 'stopAt' };
     try {
-      let prepared: PreparedBatch | undefined = await built.step.prepare(first.value);
-      while (prepared && this.step < stopAt) {
-        const running: Promise<StepResult> = built.step.run(prepared).catch((error: Error) => {
+      let current: { raw: Batch; prepared: PreparedBatch } | undefined = { raw: first.value, prepared: await built.step.prepare(first.value) };
+      while (current && this.step < stopAt) {
+        const running: Promise<StepResult> = built.step.run(current.prepared).catch((error: Error) => {
           error.message = error.message.includes('NaN or infinite')
             ? `training stopped at step ${this.step + 1}: the loss is NaN or infinite (${error.message}); no update was applied`
             : `training step ${this.step + 1}: ${error.message}`;
           throw error;
         });
         // Read and transform the next batch while the native step runs.
-        let next: PreparedBatch | undefined;
-        const nextPrepared = (async (): Promise<PreparedBatch | undefined> => {
+        const upcoming = (async (): Promise<{ raw: Batch; prepared: PreparedBatch } | undefined> => {
           if (this.step + 1 >= stopAt) return undefined;
           const n = await batches.next();
-          if (n.done) {
-            inputLeft = false;
-            return undefined;
-          }
-          return built.step.prepare(n.value);
+          if (n.done) return undefined;
+          return { raw: n.value, prepared: await built.step.prepare(n.value) };
         })();
-        const [result, upcoming] = await Promise.allSettled([running, nextPrepared]);
+        const [result, next] = await Promise.allSettled([running, upcoming]);
         if (result.status === 'rejected') throw result.reason;
-        if (upcoming.status === 'rejected') throw upcoming.reason;
-        next = upcoming.value;
+        if (next.status === 'rejected') throw next.reason;
         this.step++;
         this.restoredStep = undefined;
         const loss = (result.value.outputs[0] as Float32Array)[0];
         progress.step(this.step, loss, result.value.batchSize);
-        let stop = false;
-        for (const hook of hooks) if ((await hook.afterRun?.({ globalStep: this.step, loss, batchSize: result.value.batchSize, nativeMs: result.value.nativeMs })) === false) stop = true;
+        let hookStop = false;
+        for (const hook of hooks) {
+          if ((await hook.afterRun?.({ globalStep: this.step, loss, batchSize: result.value.batchSize, nativeMs: result.value.nativeMs })) === false) hookStop = true;
+        }
         const byStep = this.config.saveCheckpointsSteps;
         const due = byStep !== undefined ? byStep > 0 && this.step % byStep === 0 : (this.config.saveCheckpointsSecs ?? 0) > 0 && Date.now() - lastSave >= (this.config.saveCheckpointsSecs as number) * 1000;
         if (due && this.modelDir) {
@@ -282,8 +289,12 @@ export class Estimator {
           lastSave = Date.now();
           lastSavedStep = this.step;
         }
-        if (stop) break;
-        prepared = next;
+        if (hookStop) {
+          stop = { reason: 'hook', leftover: next.value?.raw };
+          break;
+        }
+        if (!next.value && this.step < stopAt) stop = { reason: 'inputEnd' };
+        current = next.value;
       }
     } finally {
       progress.stop();
@@ -293,7 +304,7 @@ export class Estimator {
         this.config.log(`saved ${path}`);
       }
     }
-    return inputLeft;
+    return stop;
   }
 
   /** Runs the EVAL graph over the input (or `steps` batches): mean loss, global step and each metric. */

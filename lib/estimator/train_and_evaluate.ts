@@ -3,7 +3,7 @@
 // evaluation, and once more at the end. Training reads one pass of the train input,
 // as TF does when its input_fn ends, unless maxSteps comes first.
 import { Estimator, EvaluateResult } from './estimator';
-import { batchesOf } from './input';
+import { Batch, batchesOf } from './input';
 import { EvalSpec, TrainSpec } from './specs';
 
 export async function trainAndEvaluate(
@@ -18,36 +18,41 @@ export async function trainAndEvaluate(
   const every = options.evalEveryNIter;
   if (every !== undefined && (!Number.isSafeInteger(every) || every < 1)) throw new RangeError(`trainAndEvaluate: evalEveryNIter must be an integer >= 1, got ${String(every)}`);
   const evaluate = () => estimator.evaluate(evalSpec.inputFn, { steps: evalSpec.steps, name: evalSpec.name });
-  const batches = batchesOf(trainSpec.inputFn, 'trainAndEvaluate');
+  const input = batchesOf(trainSpec.inputFn, 'trainAndEvaluate');
+  // A batch read but not trained on (training paused for an evaluation) goes first next time.
+  let leftover: Batch | undefined;
+  const batches: AsyncIterator<Batch> = {
+    next: () => {
+      if (leftover === undefined) return input.next();
+      const value = leftover;
+      leftover = undefined;
+      return Promise.resolve({ done: false, value });
+    },
+  };
   const started = Date.now();
   let lastEval = Date.now();
-  let result: EvaluateResult | undefined;
-  let inputLeft = true;
+  const reachedMax = () => trainSpec.maxSteps !== undefined && estimator.globalStep >= trainSpec.maxSteps;
   try {
-  while (inputLeft && (trainSpec.maxSteps === undefined || estimator.globalStep < trainSpec.maxSteps)) {
-    if (every !== undefined) {
-      inputLeft = await estimator.trainOn(batches, { maxSteps: trainSpec.maxSteps, steps: every, hooks: [...trainSpec.hooks] });
-      if (inputLeft && (trainSpec.maxSteps === undefined || estimator.globalStep < trainSpec.maxSteps)) result = await evaluate();
-      continue;
-    }
-    // Time-driven: train until throttleSecs have passed, then evaluate.
-    let due = false;
-    const timer = {
-      afterRun: () => {
-        const now = Date.now();
-        due = now - lastEval >= evalSpec.throttleSecs * 1000 && now - started >= evalSpec.startDelaySecs * 1000;
-        return due ? false : undefined;
-      },
-    };
-    inputLeft = await estimator.trainOn(batches, { maxSteps: trainSpec.maxSteps, hooks: [...trainSpec.hooks, timer] });
-    if (due && inputLeft) {
-      result = await evaluate();
+    for (;;) {
+      let due = false;
+      const timer = {
+        afterRun: () => {
+          if (every !== undefined) return undefined;
+          const now = Date.now();
+          due = now - lastEval >= evalSpec.throttleSecs * 1000 && now - started >= evalSpec.startDelaySecs * 1000;
+          return due ? false : undefined;
+        },
+      };
+      const stop = await estimator.trainOn(batches, { maxSteps: every === undefined ? trainSpec.maxSteps : undefined, steps: every === undefined ? undefined : Math.min(every, (trainSpec.maxSteps ?? Infinity) - estimator.globalStep), hooks: [...trainSpec.hooks, timer] });
+      leftover = stop.leftover;
+      // The input ended, maxSteps was reached, or a user hook asked to stop: the final
+      // evaluation below closes the run.
+      if (stop.reason === 'inputEnd' || reachedMax() || (stop.reason === 'hook' && !due)) break;
+      await evaluate();
       lastEval = Date.now();
     }
-  }
   } finally {
-    await batches.return(undefined);
+    await input.return(undefined);
   }
-  result = await evaluate();
-  return result;
+  return evaluate();
 }

@@ -191,7 +191,12 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
   for (uint32_t i = 0; i < hyperList.Length(); ++i) hypers.push_back(parseHyper(hyperList.Get(i)));
   std::vector<int> fetch;
   Napi::Array fetchList = info[4].As<Napi::Array>();
-  for (uint32_t i = 0; i < fetchList.Length(); ++i) fetch.push_back(int(numberArgument(fetchList.Get(i), "planRun: fetch")));
+  for (uint32_t i = 0; i < fetchList.Length(); ++i) {
+    const double id = numberArgument(fetchList.Get(i), "planRun: fetch");
+    HB_CHECK(std::floor(id) == id && id >= 0 && id < double(plan->values().size()), "planRun: fetch[", i,
+             "] must name a value of the plan, got ", id);
+    fetch.push_back(int(id));
+  }
   // Copies, made now: JS may reuse or detach its arrays while the step is queued.
   Napi::Array feedList = info[2].As<Napi::Array>();
   std::vector<Tensor> feeds;

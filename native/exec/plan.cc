@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <functional>
 
 #include "native/core/status.h"
 #include "native/embedding/embedding_lookup.h"
@@ -50,8 +49,9 @@ Plan::Plan(std::vector<PlanValue> values, std::vector<Tensor> params, std::vecto
   validate();
 }
 
-void Plan::validate() const {
+void Plan::validate() {
   const char* what = "plan";
+  aliasRoot_.assign(values_.size(), -1);
   for (const Tensor& p : params_) {
     HB_CHECK(!p.device().isCuda(), what, ": compiled graphs run on the cpu for now, but a variable is on ",
              p.device().str());
@@ -69,6 +69,10 @@ void Plan::validate() const {
         break;
       case PlanValue::Kind::Feed:
         HB_CHECK(validValue(value.index, feeds_.size()), what, ": value ", v, " names no feed");
+        // Kernels read feed values as float32: only dense and weight feeds are float32.
+        HB_CHECK(value.dtype == DType::Float32 && (feeds_[value.index].kind == PlanFeed::Kind::Dense ||
+                                                    feeds_[value.index].kind == PlanFeed::Kind::Weights),
+                 what, ": value ", v, " must read a float32 dense feed");
         break;
       case PlanValue::Kind::Produced:
         break;
@@ -76,6 +80,11 @@ void Plan::validate() const {
         HB_CHECK(validValue(value.index, v), what, ": alias ", v, " must view an earlier value");
         break;
     }
+    // An alias views the memory of the first non-alias value up its chain (its root); the
+    // chain is resolved here, once, so a run never walks it.
+    aliasRoot_[v] = value.kind == PlanValue::Kind::Alias
+                        ? (values_[value.index].kind == PlanValue::Kind::Alias ? aliasRoot_[value.index] : value.index)
+                        : int(v);
     for (int64_t d : value.shape) HB_CHECK(d >= -1, what, ": value ", v, " has a bad dimension ", d);
   }
   auto checkValues = [&](const std::vector<int>& ids, const PlanStep& s) {
@@ -127,7 +136,7 @@ void Plan::validate() const {
         break;
     }
   }
-  const_cast<Plan*>(this)->optimizerCount_ = optimizers;
+  optimizerCount_ = optimizers;
 }
 
 std::vector<int64_t> Plan::resolve(const std::vector<int64_t>& shape, int64_t batch) const {
@@ -159,6 +168,8 @@ void Plan::checkFeeds(int64_t batch, const std::vector<Tensor>& feeds) const {
   }
   for (const PlanValue& v : values_) {
     if (v.kind != PlanValue::Kind::Feed) continue;
+    HB_CHECK(feeds[v.index].dtype == v.dtype, "feature '", feeds_[v.index].name, "' must be ", dtypeName(v.dtype),
+             ", got ", dtypeName(feeds[v.index].dtype));
     const int64_t want = shapeSize(resolve(v.shape, batch), "feed");
     HB_CHECK(feeds[v.index].size() == want, "feature '", feeds_[v.index].name, "' has ", feeds[v.index].size(),
              " values but ", want, " were expected (", Tensor{nullptr, v.dtype, resolve(v.shape, batch)}.shapeString(),
@@ -208,13 +219,14 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     return r;
   };
   // Aliases are bound when first used: their source may be a lookup's output.
-  std::function<const Tensor&(int)> valueAt = [&](int id) -> const Tensor& {
+  auto valueAt = [&](int id) -> const Tensor& {
     const PlanValue& v = values_[id];
     if (v.kind == PlanValue::Kind::Alias && bound[id].buffer == nullptr) {
-      const Tensor& source = valueAt(v.index);
+      const Tensor& source = bound[aliasRoot_[id]];
+      HB_CHECK(source.buffer != nullptr, "plan: reshape ", id, " is read before its source is written");
       Tensor view{source.buffer, v.dtype, resolve(v.shape, batch)};
-      HB_CHECK(view.size() == source.size() && v.dtype == source.dtype, "plan: reshape ", id, " to ",
-               view.shapeString(), " does not fit its source ", source.shapeString());
+      HB_CHECK(shapeSize(view.shape, "plan: reshape") == source.size() && v.dtype == source.dtype, "plan: reshape ", id,
+               " to ", view.shapeString(), " does not fit its source ", source.shapeString());
       bound[id] = view;
     }
     HB_CHECK(bound[id].buffer != nullptr, "plan: value ", id, " is read before it is written");

@@ -68,13 +68,14 @@ class Plan {
   size_t optimizerCount() const { return optimizerCount_; }
 
  private:
-  void validate() const;
+  void validate();
   std::vector<int64_t> resolve(const std::vector<int64_t>& shape, int64_t batch) const;
 
   std::vector<PlanValue> values_;
   std::vector<Tensor> params_;
   std::vector<PlanFeed> feeds_;
   std::vector<PlanStep> steps_;
+  std::vector<int> aliasRoot_;
   std::vector<std::shared_ptr<Buffer>> storage_;
   size_t optimizerCount_ = 0;
 };

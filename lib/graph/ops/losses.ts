@@ -4,11 +4,12 @@ import { BATCH, shapeString, SymbolicTensor } from '../graph';
 import { applyOp, defineOp } from '../op_registry';
 import { meanOfAll, reshape } from './array';
 import { squaredDifference } from './elementwise';
+import { constant } from './sources';
 import { fixedSize, sameShape } from './shapes';
 
 export interface LossOptions {
-  /** Per-example (or per-element) weights, or none. */
-  weights?: SymbolicTensor;
+  /** A number, or per-example / per-element weights broadcastable to the losses (TF's rule). */
+  weights?: SymbolicTensor | number;
   /** 'sumByNonzeroWeights' (default, TF1's) or 'none' for the unreduced values. */
   reduction?: 'sumByNonzeroWeights' | 'none';
   name?: string;
@@ -40,8 +41,17 @@ function reduceLoss(values: SymbolicTensor, options: LossOptions, name: string):
   const reduction = options.reduction ?? 'sumByNonzeroWeights';
   if (reduction === 'none') return values;
   if (reduction !== 'sumByNonzeroWeights') throw new TypeError(`${name}: reduction must be 'sumByNonzeroWeights' or 'none'`);
-  const weights = options.weights === undefined ? undefined : alignLabels(options.weights, values, `${name}: weights`);
-  return meanOfAll(values, name, weights);
+  const w = options.weights;
+  if (w === undefined) return meanOfAll(values, name);
+  if (typeof w === 'number') {
+    if (!Number.isFinite(w)) throw new TypeError(`${name}: weights must be a finite number or a symbolic tensor`);
+    return meanOfAll(values, name, constant(values.graph, [w], [], `${name}/weights`));
+  }
+  if (!(w instanceof SymbolicTensor)) throw new TypeError(`${name}: weights must be a finite number or a symbolic tensor`);
+  // [batch] weights against [batch, 1] losses hold one value per example: line them up;
+  // anything else must broadcast to the losses (meanOfAll broadcasts it).
+  const perExample = w.shape.includes(BATCH) && fixedSize(w.shape) === fixedSize(values.shape);
+  return meanOfAll(values, name, perExample ? alignLabels(w, values, `${name}: weights`) : w);
 }
 
 export function sigmoidCrossEntropy(labels: SymbolicTensor, logits: SymbolicTensor, options: LossOptions = {}): SymbolicTensor {
