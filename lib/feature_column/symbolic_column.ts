@@ -9,6 +9,17 @@ import { DenseColumn } from './column';
 import { LookupColumn } from './embedding';
 import { Features, readTensorFeatures } from './feature_input';
 
+// Tensor features read once per batch, however many dense columns use them.
+const readOnce = new WeakMap<object, Promise<Features>>();
+function readFeatures(features: Features): Promise<Features> {
+  let read = readOnce.get(features);
+  if (!read) {
+    read = readTensorFeatures(features);
+    readOnce.set(features, read);
+  }
+  return read;
+}
+
 export function symbolicColumn(column: DenseColumn, source: SymbolicFeatureSource): SymbolicTensor {
   const graph: Graph = source.graph;
   if (column instanceof LookupColumn) {
@@ -29,6 +40,6 @@ export function symbolicColumn(column: DenseColumn, source: SymbolicFeatureSourc
   }
   return placeholder(graph, [-1, column.dimension], {
     name: column.name,
-    build: async (b) => (await column.denseValues(await readTensorFeatures(b.features as Features))).values,
+    build: async (b) => (await column.denseValues(await readFeatures(b.features as Features))).values,
   }, column.name);
 }

@@ -1,7 +1,7 @@
 // Lowers the part of a graph that some fetches and effects need to a native plan:
 // steps in order, values numbered, temporaries packed into reused storage slots by
 // liveness, variables and constants bound as parameters that persist in native memory.
-import { native, NativeTensorHandle } from '../native';
+import { NativeTensorHandle } from '../native';
 import { Tensor } from '../tensor/tensor';
 import { Variable } from '../tensor/variable';
 import { Feed, Graph, Node, Shape, SymbolicTensor } from './graph';
@@ -110,7 +110,6 @@ export function compileGraph(graph: Graph, fetches: SymbolicTensor[], effects: N
   let current: Node | undefined;
   const ctx: LowerContext = {
     value: valueOf,
-    temp: (shape) => newValue({ kind: 'temp', dtype: 'float32', shape: shapeOf(shape), index: -1 }),
     alias: (t, source) => {
       const id = newValue({ kind: 'alias', dtype: 'float32', shape: shapeOf(t.shape), index: source });
       aliasOf.set(id, source);
@@ -207,8 +206,4 @@ function assignStorage(values: PlanValueSpec[], aliasOf: Map<number, number>, st
     if (v.kind === 'temp' && v.index < 0) v.index = slots++;
   });
   return slots;
-}
-
-export function createNativePlan(spec: PlanSpec): unknown {
-  return native.planCreate(spec);
 }

@@ -146,10 +146,6 @@ export function currentGraph(what: string): Graph {
   return g;
 }
 
-export function maybeCurrentGraph(): Graph | undefined {
-  return graphStack[graphStack.length - 1];
-}
-
 export async function withGraph<T>(graph: Graph, body: () => Promise<T> | T): Promise<T> {
   graphStack.push(graph);
   try {

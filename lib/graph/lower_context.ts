@@ -1,6 +1,6 @@
 // What an op's lowering sees: value ids for tensors, and ways to emit plan steps.
 import { Variable } from '../tensor/variable';
-import { Shape, SymbolicTensor } from './graph';
+import { SymbolicTensor } from './graph';
 
 export type PlanStepSpec =
   | { kind: 'kernel'; name: string; kernel: string; inputs: number[]; outputs: number[]; attrs: number[] }
@@ -11,8 +11,6 @@ export type PlanStepSpec =
 export interface LowerContext {
   /** The value id holding `t`. */
   value(t: SymbolicTensor): number;
-  /** A scratch value of `shape` (-1: batch), live from its first write to its last read. */
-  temp(shape: Shape): number;
   /** Makes `t` a view of `source`'s memory with t's shape (reshape: no copy). */
   alias(t: SymbolicTensor, source: number): void;
   /** Makes `t` the output of a native lookup (its memory is the lookup's own). */

@@ -140,4 +140,3 @@ export function meanOfAll(x: SymbolicTensor, name?: string, weights?: SymbolicTe
   return applyOp(meanDef, [x, fits ? weights : broadcastTo(weights, x.shape)], {}, name);
 }
 
-export { broadcastTo };

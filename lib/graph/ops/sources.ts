@@ -15,7 +15,7 @@ defineOp({
   },
 });
 
-const constantDef = defineOp({
+defineOp({
   name: 'constant',
   shape: (_inputs, attrs) => attrs.shape as number[],
   lower: (node, ctx) => ctx.value(node.output!),
@@ -25,11 +25,10 @@ const constantDef = defineOp({
 export function constant(graph: Graph, values: Float32Array | number[], shape: number[], name?: string): SymbolicTensor {
   const array = values instanceof Float32Array ? values : Float32Array.from(values);
   const t: Tensor = tensor(new Float32Array(array), shape);
-  constantDef.shape([], { shape }, name ?? 'constant');
   return graph.addNode('constant', [], { tensor: t, shape }, shape, name ?? graph.uniqueName('constant')).output as SymbolicTensor;
 }
 
-const placeholderDef = defineOp({
+defineOp({
   name: 'placeholder',
   shape: (_inputs, attrs) => attrs.shape as number[],
   lower: (node, ctx) => ctx.value(node.output!),
@@ -41,6 +40,5 @@ export function placeholder(graph: Graph, shape: Shape, feed: Omit<Feed, 'kind'>
     throw new Error(`placeholder '${feed.name}': shape ${shapeString(shape)} must be [batch, ...fixed]`);
   }
   const index = graph.addFeed({ ...feed, kind: 'dense' });
-  placeholderDef.shape([], { shape }, feed.name);
   return graph.addNode('placeholder', [], { feed: index, shape: [...shape] }, shape, name ?? graph.uniqueName(feed.name)).output as SymbolicTensor;
 }
