@@ -1,9 +1,14 @@
 #!/usr/bin/env node
 // One full sparse training step on the current device: lookup forward, backward to
-// IndexedSlices, Adagrad update. Next to a copy of the same number of bytes, timed
-// interleaved with the steps through the same async path.
+// IndexedSlices, Adagrad update. Next to a copy of the same number of bytes on that
+// device (host memcpy on the CPU, device-to-device on a GPU), timed interleaved with the
+// steps through the same async path.
 //
-//   node bench/sparse_step.bench.js [--rows 1000000] [--dim 64] [--batch 8192] [--features 26] [--alpha 1.1] [--iters 20]
+//   [HB_DEVICE=cpu|cuda|cuda:N] node bench/sparse_step.bench.js [--rows 1000000] [--dim 64] [--batch 8192] [--features 26] [--alpha 1.1] [--iters 20]
+//
+// The current device is HB_DEVICE's, else CUDA when usable, else the CPU. On a GPU the
+// table, its accumulator, the upstream gradient and both copy buffers live there; only
+// the ids go over from the host, as in training.
 //
 // Ids: `features` per example, drawn from a power law over the rows (inverse CDF of a
 // continuous power law with exponent alpha), then scattered by a fixed permutation so

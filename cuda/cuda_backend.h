@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "native/kernels/embedding_lookup.h"
 #include "native/kernels/random_fill.h"
@@ -41,12 +42,31 @@ int64_t unique(int device, const void* ids, bool idsAreInt64, int64_t n, void* u
 void partitionByOwner(int device, const void* ids, bool idsAreInt64, int64_t n, int32_t worldSize, void* outIds,
                       int32_t* sizes, int32_t* restore);
 
-// Optimizer rules on device memory (target and grad are device pointers). applySparse
-// takes distinct rows and their gradients in host memory.
+// FarmHash Fingerprint64 (mod numBuckets unless 0) of host inputs into hostOut, as
+// native/kernels/string_hash.h does on the CPU (cuda/string_hash.cu). Offsets: n + 1,
+// already validated.
+void fingerprintByteRanges(int device, const uint8_t* hostBytes, int64_t byteCount, const int64_t* hostOffsets, int64_t n,
+                           uint64_t numBuckets, uint64_t* hostOut);
+// int32 or int64 values, hashed as their decimal strings.
+void fingerprintDecimal(int device, const void* hostValues, bool int64, int64_t n, uint64_t numBuckets, uint64_t* hostOut);
+
+// Optimizer rules on device memory (target and grad are device pointers).
 void applyDense(int device, const OptimizerHyper& hyper, const OptimizerTarget& target, const float* grad);
-void applySparse(int device, const OptimizerHyper& hyper, const OptimizerTarget& target, const SparseRows& grads);
-void applyGradientDescentEntries(int device, const OptimizerHyper& hyper, const OptimizerTarget& target,
-                                 const RowEntries& entries);
+
+// Sparse gradients (cuda/embedding_backward.cu), with the CPU kernels' results bit for bit.
+// The lookup's backward: args.table and outGrad are device pointers, args.ids / rowSplits /
+// weights host ones (checked); rows as embeddingLookupBackwardCpu lists them (host), each
+// clipped with args.maxNorm as runLookupBackward does; values in device memory.
+RowGradients embeddingLookupBackward(int device, const EmbeddingLookupArgs& args, const float* outGrad);
+// IndexedSlices: indices host [n] (in range), values device [n, target.width]; duplicate
+// rows summed as sumDuplicateRowsCpu does (GradientDescent: each entry in turn).
+void applyIndexedSlices(int device, const OptimizerHyper& hyper, const OptimizerTarget& target, const void* indices,
+                        bool indicesAreInt64, int64_t n, const float* values);
+// Backward of every lookup of the table target.var, then its sparse update, without the
+// gradient leaving the device: the same results as each lookup's backward, stacked, then
+// applied as IndexedSlices. lookups as for embeddingLookupBackward; outGrads[i] device.
+void lookupBackwardApply(int device, const OptimizerHyper& hyper, const OptimizerTarget& target,
+                         const std::vector<EmbeddingLookupArgs>& lookups, const std::vector<const float*>& outGrads);
 
 struct LibraryStatus {
   bool loaded = false;

@@ -90,6 +90,7 @@ export interface NativeAddon {
     values: Array<string | number | bigint> | NativeFeatureValues,
     offsets: Int32Array | BigInt64Array | undefined,
     numBuckets?: number | bigint,
+    device?: string,
   ): BigUint64Array | BigInt64Array;
 
   unique(ids: BigInt64Array | Int32Array, device: string): Promise<{ uniqueIds: BigInt64Array | Int32Array; inverse: Int32Array }>;
@@ -120,6 +121,26 @@ export interface NativeAddon {
     outputGrad: NativeTensorHandle,
     maxNorm?: number,
   ): Promise<{ indices: BigInt64Array; values: NativeTensorHandle }>;
+
+  /**
+   * A compiled step's fused update of one table: the backward of each lookup of it, then
+   * the optimizer's sparse rule on the rows seen (native/train/lookup_backward_apply.h).
+   */
+  lookupBackwardApply(
+    hyper: NativeOptimizerHyper,
+    table: NativeTensorHandle,
+    name: string,
+    slot0: NativeTensorHandle | null,
+    slot1: NativeTensorHandle | null,
+    lookups: Array<{
+      values: BigInt64Array | Int32Array;
+      rowSplits: Int32Array;
+      weights: Float32Array | null;
+      combiner: NativeCombiner;
+      maxNorm?: number;
+      outputGrad: NativeTensorHandle;
+    }>,
+  ): Promise<void>;
 
   embeddingLookupSparse(
     table: NativeTensorHandle,

@@ -16,6 +16,7 @@
       "native/kernels/vocabulary_table.cc",
       "native/train/optimizer_apply.cc",
       "native/train/embedding_backward.cc",
+      "native/train/lookup_backward_apply.cc",
       "native/embedding/embedding_lookup.cc",
       "native/embedding/id_routing.cc",
       "native/kernels/sgemm_cpu.cc",
@@ -53,6 +54,8 @@
       "cuda/random_fill.cu",
       "cuda/unique_partition.cu",
       "cuda/optimizer_apply.cu",
+      "cuda/string_hash.cu",
+      "cuda/embedding_backward.cu",
       "cuda/library_loader.cc"
     ]
   }

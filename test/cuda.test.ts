@@ -2,6 +2,7 @@
 // (HB_DEVICE=cuda on a GPU machine, see ../shared/gpu/README.md); skipped elsewhere.
 import * as hb from '../lib';
 import { describeCuda } from './support/devices';
+import { farmhashSelfTestCases, farmhashSelfTestColumn, farmhashTestData } from './support/farmhash_selftest';
 import { lookupReference, randomRagged, randomSource } from './support/reference';
 
 describeCuda('CUDA backend', () => {
@@ -65,5 +66,66 @@ describeCuda('CUDA backend', () => {
     const onGpu = hb.variable([[1, 2], [3, 4]], { device: 'cuda', name: 'gpu_errors' });
     await expect(hb.nn.embeddingLookupSparse(onGpu, hb.ragged([[2]]))).rejects.toThrow(/gpu_errors.*ids\.values\[0\] = 2 is out of range/);
     expect(() => hb.setDevice('cuda:99' as 'cuda')).toThrow(/only \d+ CUDA device\(s\) exist/);
+  });
+});
+
+describeCuda('CUDA string hashing', () => {
+  const hash = (values: hb.strings.HashInput, device: 'cpu' | 'cuda') => Array.from(hb.strings.fingerprint64(values, { device }));
+
+  test('FarmHash\'s self-test cases on CUDA equal the CPU and the expected values', () => {
+    const cases = farmhashSelfTestCases();
+    const data = farmhashTestData();
+    const expected = cases.map((c) => BigInt(c.fingerprint64));
+    const column = farmhashSelfTestColumn(data, cases);
+    expect(hash(column, 'cuda')).toEqual(expected);
+    expect(hash(column, 'cpu')).toEqual(expected);
+    expect(hash({ bytes: column.bytes, offsets: Int32Array.from(column.offsets, Number) }, 'cuda')).toEqual(expected);
+    // Ranges in place in the 1 MiB buffer: offsets that do not start at 0.
+    for (const c of cases.filter((_, i) => i % 17 === 0)) {
+      const one = { bytes: data, offsets: BigInt64Array.of(BigInt(c.offset), BigInt(c.offset + c.len)) };
+      expect(hash(one, 'cuda')).toEqual([BigInt(c.fingerprint64)]);
+    }
+  });
+
+  test('integers and JS arrays on CUDA equal the CPU', () => {
+    const random = randomSource(31);
+    const word = () => Math.floor(random() * 2 ** 32);
+    const wide = new BigInt64Array(5000);
+    for (let i = 0; i < wide.length; i++) wide[i] = BigInt.asIntN(64, (BigInt(word()) << 32n) | BigInt(word()));
+    wide.set([0n, -1n, -(2n ** 63n), 2n ** 63n - 1n, 2n ** 53n + 1n, -(2n ** 53n) - 3n], 0);
+    expect(hash(wide, 'cuda')).toEqual(hash(wide, 'cpu'));
+    expect(hash(Array.from(wide.subarray(0, 300)), 'cuda')).toEqual(hash(Array.from(wide.subarray(0, 300), String), 'cpu'));
+    const narrow = Int32Array.from({ length: 3000 }, () => word() | 0);
+    narrow.set([0, -1, -(2 ** 31), 2 ** 31 - 1], 0);
+    expect(hash(narrow, 'cuda')).toEqual(hash(narrow, 'cpu'));
+    const mixed = ['', 'héllo', '日本語', 'x'.repeat(200), -5, 101n, 2 ** 53 - 1];
+    expect(hash(mixed, 'cuda')).toEqual(hash(mixed, 'cpu'));
+  });
+
+  test('toHashBucketFast on CUDA equals the CPU for several bucket counts', () => {
+    const values = ['omar', 'stringer', 'marlo', ...Array.from({ length: 1000 }, (_, i) => `feature_${i * 7919}`)];
+    const ints = BigInt64Array.from({ length: 1000 }, (_, i) => BigInt(i) * 0x9e3779b97f4a7c15n - (1n << 62n));
+    for (const buckets of [1, 10, 1000003, 2n ** 62n + 5n]) {
+      expect(Array.from(hb.strings.toHashBucketFast(values, buckets, { device: 'cuda' }))).toEqual(
+        Array.from(hb.strings.toHashBucketFast(values, buckets, { device: 'cpu' })),
+      );
+      const wideInts = BigInt64Array.from(ints, (v) => BigInt.asIntN(64, v));
+      expect(Array.from(hb.strings.toHashBucketFast(wideInts, buckets, { device: 'cuda:0' }))).toEqual(
+        Array.from(hb.strings.toHashBucketFast(wideInts, buckets, { device: 'cpu' })),
+      );
+    }
+    expect(Array.from(hb.strings.toHashBucketFast(['omar', 'stringer', 'marlo'], 10, { device: 'cuda' }))).toEqual([6n, 4n, 1n]);
+  });
+
+  test('empty inputs and bad offsets on CUDA', () => {
+    expect(hash([], 'cuda')).toEqual([]);
+    expect(hash(new BigInt64Array(0), 'cuda')).toEqual([]);
+    expect(hash(new Int32Array(0), 'cuda')).toEqual([]);
+    expect(hash({ bytes: new Uint8Array(0), offsets: Int32Array.of(0) }, 'cuda')).toEqual([]);
+    expect(hash({ bytes: new Uint8Array(0), offsets: Int32Array.of(0, 0, 0) }, 'cuda')).toEqual(hash(['', ''], 'cpu'));
+    const bytes = new Uint8Array(4);
+    expect(() => hb.strings.fingerprint64({ bytes, offsets: Int32Array.of(0, 5) }, { device: 'cuda' })).toThrow(/offsets\[1\] = 5 is outside the 4 bytes given/);
+    expect(() => hb.strings.fingerprint64({ bytes, offsets: Int32Array.of(0, 3, 2) }, { device: 'cuda' })).toThrow(/offsets must be non-decreasing/);
+    expect(() => hb.strings.fingerprint64(['a'], { device: 'cuda:99' as 'cuda' })).toThrow(/fingerprint64: options\.device: 'cuda:99' requested, but only \d+ CUDA device\(s\) exist/);
   });
 });

@@ -1,4 +1,5 @@
 import * as hb from '../lib';
+import { native } from '../lib/native';
 import { describeCuda } from './support/devices';
 import { CombinerName, lookupReference, randomRagged, randomSource } from './support/reference';
 
@@ -182,4 +183,293 @@ describeCuda('sparse training on CUDA', () => {
       expect(Array.from((await onGpu.data()) as Float32Array)).toEqual(Array.from((await onCpu.data()) as Float32Array));
     }
   });
+});
+
+// ---- The fused backward + update of a compiled step, and sparse updates on CUDA ----
+
+const optimizerMakers: Array<[string, () => hb.train.Optimizer]> = [
+  ['GradientDescent', () => new hb.train.GradientDescentOptimizer({ learningRate: 0.1 })],
+  ['Momentum', () => new hb.train.MomentumOptimizer({ learningRate: 0.1, momentum: 0.9 })],
+  ['Momentum (Nesterov)', () => new hb.train.MomentumOptimizer({ learningRate: 0.1, momentum: 0.9, useNesterov: true })],
+  ['Adagrad', () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })],
+  ['Adam', () => new hb.train.AdamOptimizer({ learningRate: 0.01 })],
+  ['Adam (lazy)', () => new hb.train.AdamOptimizer({ learningRate: 0.01, lazy: true })],
+  ['Ftrl', () => new hb.train.FtrlOptimizer({ learningRate: 0.1, l1RegularizationStrength: 0.001, l2RegularizationStrength: 0.01 })],
+  ['RowwiseAdagrad', () => new hb.train.RowwiseAdagradOptimizer({ learningRate: 0.1 })],
+];
+
+const combinerCode = { sum: 0, mean: 1, sqrtn: 2 } as const;
+
+interface LookupSpec {
+  ids: BigInt64Array | Int32Array;
+  rowSplits: Int32Array;
+  weights?: Float32Array;
+  combiner: CombinerName;
+  maxNorm?: number;
+  grad: Float32Array; // [batch, dim]
+}
+
+interface LookupOptions {
+  batch: number;
+  combiner: CombinerName;
+  weighted?: boolean;
+  int32?: boolean;
+  maxNorm?: number;
+  /** 'pruned': every id negative; 'zeroWeights': every weight 0 (pruned by mean). */
+  kind?: 'pruned' | 'zeroWeights';
+}
+
+function makeLookup(random: () => number, rows: number, dim: number, o: LookupOptions): LookupSpec {
+  const r = randomRagged(random, o.batch, rows, 8, o.weighted ?? false);
+  let ids: BigInt64Array | Int32Array = r.values;
+  if (o.kind === 'pruned') ids = r.values.map((x) => -1n - (x < 0n ? -x : x));
+  if (o.int32) ids = Int32Array.from(ids, Number);
+  let weights = r.weights;
+  if (o.kind === 'zeroWeights') weights = new Float32Array(ids.length);
+  const grad = Float32Array.from({ length: o.batch * dim }, () => random() - 0.5);
+  return { ids, rowSplits: r.rowSplits, weights, combiner: o.combiner, maxNorm: o.maxNorm, grad };
+}
+
+function raggedOf(l: LookupSpec) {
+  return hb.ragged(l.ids, l.rowSplits, l.weights);
+}
+
+function gradTensor(l: LookupSpec, dim: number, device: string) {
+  return hb.tensor(l.grad, [l.rowSplits.length - 1, dim], undefined, { device });
+}
+
+/** The compiled step's update of `table` (native/train/lookup_backward_apply.h). */
+async function fusedUpdate(opt: hb.train.Optimizer, table: hb.Variable, lookups: LookupSpec[], device: string) {
+  const [s0, s1] = opt.slotVariables(table);
+  const dim = table.shape[1];
+  await native.lookupBackwardApply(
+    opt.stepHyper(),
+    table.handle,
+    table.name,
+    s0?.handle ?? null,
+    s1?.handle ?? null,
+    lookups.map((l) => ({
+      values: l.ids,
+      rowSplits: l.rowSplits,
+      weights: l.weights ?? null,
+      combiner: combinerCode[l.combiner],
+      maxNorm: l.maxNorm ?? 0,
+      outputGrad: gradTensor(l, dim, device).handle,
+    })),
+  );
+  opt.afterStep();
+}
+
+/** What a compiled step did before the fused update: each lookup's IndexedSlices, stacked, then applyGradients. */
+async function eagerUpdate(opt: hb.train.Optimizer, table: hb.Variable, lookups: LookupSpec[], device: string) {
+  const dim = table.shape[1];
+  const indices: bigint[] = [];
+  const values: number[] = [];
+  for (const l of lookups) {
+    const g = await hb.nn.embeddingLookupSparseGrad(table, raggedOf(l), gradTensor(l, dim, device), { combiner: l.combiner, maxNorm: l.maxNorm });
+    indices.push(...(g.indices as BigInt64Array));
+    values.push(...((await g.values.data()) as Float32Array));
+  }
+  const slices = new hb.IndexedSlices(hb.tensor(Float32Array.from(values), [indices.length, dim], undefined, { device }), BigInt64Array.from(indices));
+  await opt.applyGradients([[slices, table]]);
+}
+
+async function stateOf(opt: hb.train.Optimizer, table: hb.Variable): Promise<Float32Array[]> {
+  return Promise.all([table, ...opt.slotVariables(table)].map(async (v) => (await v.data()) as Float32Array));
+}
+
+function expectClose(actual: Float32Array, expected: Float32Array, what: string) {
+  expect(actual.length).toBe(expected.length);
+  for (let i = 0; i < expected.length; i++) {
+    if (!(Math.abs(actual[i] - expected[i]) <= 1e-6 * Math.max(1, Math.abs(expected[i])))) {
+      throw new Error(`${what}[${i}]: ${actual[i]} vs ${expected[i]}`);
+    }
+  }
+}
+
+function bitsOf(values: Float32Array): Buffer {
+  return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+}
+
+interface FusedCase {
+  name: string;
+  rows: number;
+  dim: number;
+  lookups: LookupOptions[];
+}
+
+const fusedCases: FusedCase[] = [
+  { name: 'one lookup', rows: 30, dim: 4, lookups: [{ batch: 12, combiner: 'mean' }] },
+  {
+    name: 'three lookups of one table (weighted sum, int32 sqrtn, all pruned)',
+    rows: 25,
+    dim: 5,
+    lookups: [
+      { batch: 10, combiner: 'sum', weighted: true },
+      { batch: 8, combiner: 'sqrtn', int32: true },
+      { batch: 4, combiner: 'mean', kind: 'pruned' },
+    ],
+  },
+  {
+    name: 'maxNorm, two lookups',
+    rows: 20,
+    dim: 6,
+    lookups: [
+      { batch: 9, combiner: 'mean', weighted: true, maxNorm: 0.6 },
+      { batch: 7, combiner: 'sum', maxNorm: 0.9 },
+    ],
+  },
+  {
+    name: 'dim 1, an empty batch and zero weights',
+    rows: 15,
+    dim: 1,
+    lookups: [
+      { batch: 10, combiner: 'sum' },
+      { batch: 0, combiner: 'mean' },
+      { batch: 5, combiner: 'mean', weighted: true, kind: 'zeroWeights' },
+      { batch: 6, combiner: 'mean', weighted: true },
+    ],
+  },
+];
+
+describe('the fused lookup backward + sparse update (a compiled step\'s table update)', () => {
+  for (const c of fusedCases) {
+    test.each(optimizerMakers)(`equals the backward, stacked IndexedSlices and applyGradients bit for bit: ${c.name}, %s`, async (_name, make) => {
+      const random = randomSource(c.rows * 7 + c.dim);
+      const initial = Float32Array.from({ length: c.rows * c.dim }, () => random() - 0.5);
+      const fusedTable = hb.variable(initial, { shape: [c.rows, c.dim], device: 'cpu', name: 'fused_table' });
+      const eagerTable = hb.variable(initial, { shape: [c.rows, c.dim], device: 'cpu', name: 'eager_table' });
+      const fusedOpt = make();
+      const eagerOpt = make();
+      for (let step = 0; step < 3; step++) {
+        const lookups = c.lookups.map((o) => makeLookup(random, c.rows, c.dim, o));
+        await fusedUpdate(fusedOpt, fusedTable, lookups, 'cpu');
+        await eagerUpdate(eagerOpt, eagerTable, lookups, 'cpu');
+      }
+      const fused = await stateOf(fusedOpt, fusedTable);
+      const eager = await stateOf(eagerOpt, eagerTable);
+      fused.forEach((x, i) => expect(bitsOf(x).equals(bitsOf(eager[i]))).toBe(true));
+      expect(Array.from(fused[0]).some((x, i) => x !== initial[i])).toBe(true);
+    });
+  }
+
+  test('errors name the table and the argument', async () => {
+    const table = hb.variable(hb.initializers.zeros(), { shape: [4, 2], device: 'cpu', name: 'fused_errors' });
+    const other = hb.variable(hb.initializers.zeros(), { shape: [4, 2], device: 'cpu', name: 'other' });
+    const opt = new hb.train.AdagradOptimizer({ learningRate: 0.1 });
+    const [slot] = opt.slotVariables(table);
+    const lookup = { values: BigInt64Array.from([0n, 9n]), rowSplits: Int32Array.from([0, 2]), weights: null, combiner: 0 as const, outputGrad: hb.tensor([[1, 2]]).handle };
+    expect(() => native.lookupBackwardApply(opt.stepHyper(), table.handle, 'fused_errors', slot.handle, null, [])).toThrow(/fused_errors.*one output gradient per lookup/);
+    expect(() => native.lookupBackwardApply(opt.stepHyper(), table.handle, 'fused_errors', null, null, [lookup])).toThrow(/wrong slots/);
+    expect(() => native.lookupBackwardApply(opt.stepHyper(), table.handle, 'fused_errors', slot.handle, null, [{ ...lookup, outputGrad: hb.tensor([[1, 2, 3]]).handle }])).toThrow(
+      /output gradient must be float32 \[1, 2\]/,
+    );
+    await expect(native.lookupBackwardApply(opt.stepHyper(), table.handle, 'fused_errors', slot.handle, null, [lookup])).rejects.toThrow(/ids\.values\[1\] = 9 is out of range/);
+    expect(Array.from((await table.data()) as Float32Array)).toEqual(new Array(8).fill(0));
+    void other;
+  });
+});
+
+describeCuda('sparse gradients on CUDA at the edges', () => {
+  const backwardCases: Array<[string, number, LookupOptions]> = [];
+  for (const dim of [1, 64, 300]) {
+    for (const combiner of ['sum', 'mean', 'sqrtn'] as const) {
+      backwardCases.push([`dim ${dim}, ${combiner}`, dim, { batch: 40, combiner }]);
+      backwardCases.push([`dim ${dim}, ${combiner}, weighted, int32 ids`, dim, { batch: 40, combiner, weighted: true, int32: true }]);
+      backwardCases.push([`dim ${dim}, ${combiner}, maxNorm`, dim, { batch: 40, combiner, weighted: combiner !== 'sum', maxNorm: 0.15 * Math.sqrt(dim) }]);
+    }
+    backwardCases.push([`dim ${dim}, an empty batch`, dim, { batch: 0, combiner: 'mean' }]);
+    backwardCases.push([`dim ${dim}, every id pruned`, dim, { batch: 10, combiner: 'sqrtn', kind: 'pruned' }]);
+    backwardCases.push([`dim ${dim}, zero weights with mean`, dim, { batch: 10, combiner: 'mean', weighted: true, kind: 'zeroWeights' }]);
+  }
+
+  test.each(backwardCases)('the backward equals the CPU\'s bit for bit: %s', async (_name, dim, o) => {
+    const rows = 60;
+    const random = randomSource(dim * 31 + o.batch + (o.weighted ? 1 : 0));
+    const initial = Float32Array.from({ length: rows * dim }, () => random() - 0.5);
+    const onCpu = hb.variable(initial, { shape: [rows, dim], device: 'cpu' });
+    const onGpu = hb.variable(initial, { shape: [rows, dim], device: 'cuda' });
+    const l = makeLookup(random, rows, dim, o);
+    const options = { combiner: l.combiner, maxNorm: l.maxNorm };
+    const cpu = await hb.nn.embeddingLookupSparseGrad(onCpu, raggedOf(l), gradTensor(l, dim, 'cpu'), options);
+    const gpu = await hb.nn.embeddingLookupSparseGrad(onGpu, raggedOf(l), gradTensor(l, dim, 'cuda'), options);
+    expect(Array.from(gpu.indices as BigInt64Array)).toEqual(Array.from(cpu.indices as BigInt64Array));
+    expect(gpu.values.shape).toEqual(cpu.values.shape);
+    expect(bitsOf((await gpu.values.data()) as Float32Array).equals(bitsOf((await cpu.values.data()) as Float32Array))).toBe(true);
+    if (o.kind || o.batch === 0) expect(cpu.indices.length).toBe(0);
+  });
+
+  for (const dim of [1, 16, 300]) {
+    for (const int32 of [false, true]) {
+      test.each(optimizerMakers)(`IndexedSlices with duplicate indices: applyGradients matches the CPU (dim ${dim}${int32 ? ', int32 indices' : ''}): %s`, async (_name, make) => {
+        const rows = 50;
+        const random = randomSource(dim + (int32 ? 100 : 0));
+        const initial = Float32Array.from({ length: rows * dim }, () => random() - 0.5);
+        const onCpu = hb.variable(initial, { shape: [rows, dim], device: 'cpu' });
+        const onGpu = hb.variable(initial, { shape: [rows, dim], device: 'cuda' });
+        const cpuOpt = make();
+        const gpuOpt = make();
+        for (let step = 0; step < 3; step++) {
+          const n = step === 2 ? 0 : 200; // an empty update too (non-lazy Adam still moves every row)
+          const list = Array.from({ length: n }, () => Math.floor(random() * random() * rows));
+          const indices = int32 ? Int32Array.from(list) : BigInt64Array.from(list.map(BigInt));
+          // Some rows of zeros: summing from zero must keep the CPU's signs.
+          const values = Float32Array.from({ length: n * dim }, (_, i) => (Math.floor(i / dim) % 17 === 3 ? -0 : random() - 0.5));
+          await cpuOpt.applyGradients([[new hb.IndexedSlices(hb.tensor(values, [n, dim], undefined, { device: 'cpu' }), indices), onCpu]]);
+          await gpuOpt.applyGradients([[new hb.IndexedSlices(hb.tensor(values, [n, dim], undefined, { device: 'cuda' }), indices), onGpu]]);
+        }
+        const cpu = await stateOf(cpuOpt, onCpu);
+        const gpu = await stateOf(gpuOpt, onGpu);
+        cpu.forEach((x, i) => expectClose(gpu[i], x, i === 0 ? 'variable' : `slot ${i - 1}`));
+      });
+    }
+  }
+
+  const cudaFusedCases: FusedCase[] = [
+    ...fusedCases,
+    {
+      name: 'dim 64, two lookups with maxNorm, int32 ids',
+      rows: 80,
+      dim: 64,
+      lookups: [
+        { batch: 30, combiner: 'sqrtn', maxNorm: 1.5 },
+        { batch: 20, combiner: 'mean', weighted: true, int32: true, maxNorm: 2 },
+      ],
+    },
+    {
+      name: 'dim 300, three lookups',
+      rows: 40,
+      dim: 300,
+      lookups: [
+        { batch: 16, combiner: 'sum', weighted: true },
+        { batch: 16, combiner: 'mean' },
+        { batch: 3, combiner: 'sqrtn', kind: 'pruned' },
+      ],
+    },
+    { name: 'dim 300, maxNorm', rows: 40, dim: 300, lookups: [{ batch: 20, combiner: 'mean', maxNorm: 3 }] },
+  ];
+  for (const c of cudaFusedCases) {
+    test.each(optimizerMakers)(`the fused backward + update matches the CPU: ${c.name}, %s`, async (_name, make) => {
+      const random = randomSource(c.rows * 13 + c.dim);
+      const initial = Float32Array.from({ length: c.rows * c.dim }, () => random() - 0.5);
+      const onCpu = hb.variable(initial, { shape: [c.rows, c.dim], device: 'cpu', name: 'fused_cpu' });
+      const onGpu = hb.variable(initial, { shape: [c.rows, c.dim], device: 'cuda', name: 'fused_gpu' });
+      const gpuEager = hb.variable(initial, { shape: [c.rows, c.dim], device: 'cuda', name: 'eager_gpu' });
+      const cpuOpt = make();
+      const gpuOpt = make();
+      const gpuEagerOpt = make();
+      for (let step = 0; step < 3; step++) {
+        const lookups = c.lookups.map((o) => makeLookup(random, c.rows, c.dim, o));
+        await fusedUpdate(cpuOpt, onCpu, lookups, 'cpu');
+        await fusedUpdate(gpuOpt, onGpu, lookups, 'cuda');
+        await eagerUpdate(gpuEagerOpt, gpuEager, lookups, 'cuda');
+      }
+      const cpu = await stateOf(cpuOpt, onCpu);
+      const gpu = await stateOf(gpuOpt, onGpu);
+      const eager = await stateOf(gpuEagerOpt, gpuEager);
+      cpu.forEach((x, i) => expectClose(gpu[i], x, i === 0 ? 'variable' : `slot ${i - 1}`));
+      // On one device the fused and the unfused path are the same arithmetic.
+      gpu.forEach((x, i) => expect(bitsOf(x).equals(bitsOf(eager[i]))).toBe(true));
+    });
+  }
 });

@@ -1,41 +1,80 @@
-import * as fs from 'fs';
-import * as path from 'path';
 import * as hb from '../lib';
+import { cudaAvailable } from './support/devices';
+import { farmhashSelfTestCases, farmhashSelfTestColumn, farmhashTestData } from './support/farmhash_selftest';
 import { typeName } from './support/reference';
 
-interface SelfTest {
-  cases: Array<{ offset: number; len: number; fingerprint64: string }>;
-}
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
 
-const selfTestPath = path.resolve(__dirname, 'fixtures/farmhash_fingerprint64_selftest.json');
-
-/** FarmHash's self-test input: the data_recipe of the JSON file, 1 MiB. */
-function farmhashTestData(): Uint8Array {
-  const n = 1 << 20;
-  const data = new Uint8Array(n);
-  const k0 = 0xc3a5c85c97cb3127n;
-  const mask = (1n << 64n) - 1n;
-  let a = 9n;
-  let b = 777n;
-  for (let i = 0; i < n; i++) {
-    a = (a + b) & mask;
-    b = (b + a) & mask;
-    a = ((a ^ (a >> 41n)) * k0) & mask;
-    b = (((b ^ (b >> 41n)) * k0) + BigInt(i)) & mask;
-    data[i] = Number((b >> 37n) & 0xffn);
-  }
-  return data;
+/** Integers whose digit counts change: 0, ±(10^k - 1), ±10^k, and both int64 ends. */
+function decimalEdgeCases(): bigint[] {
+  const values = [0n, -1n, INT64_MIN, INT64_MAX, INT64_MIN + 1n, BigInt(INT32_MIN), BigInt(INT32_MAX)];
+  for (let k = 1n; k <= 18n; k++) values.push(10n ** k - 1n, 10n ** k, -(10n ** k - 1n), -(10n ** k));
+  return values;
 }
 
 describe('hb.strings', () => {
   test('fingerprint64 passes all of FarmHash\'s self-test cases', () => {
-    const selfTest = JSON.parse(fs.readFileSync(selfTestPath, 'utf8')) as SelfTest;
-    expect(selfTest.cases).toHaveLength(362);
+    const cases = farmhashSelfTestCases();
+    expect(cases).toHaveLength(362);
     const data = farmhashTestData();
-    const got = selfTest.cases.map((c) =>
+    const expected = cases.map((c) => c.fingerprint64);
+    const got = cases.map((c) =>
       hb.strings.fingerprint64({ bytes: data.subarray(c.offset, c.offset + c.len), offsets: Int32Array.of(0, c.len) })[0].toString(),
     );
-    expect(got).toEqual(selfTest.cases.map((c) => c.fingerprint64));
+    expect(got).toEqual(expected);
+    // All at once as one column, and in place (offsets not starting at 0).
+    expect(Array.from(hb.strings.fingerprint64(farmhashSelfTestColumn(data, cases)), String)).toEqual(expected);
+    const inPlace = cases.map((c) =>
+      hb.strings.fingerprint64({ bytes: data, offsets: BigInt64Array.of(BigInt(c.offset), BigInt(c.offset + c.len)) })[0].toString(),
+    );
+    expect(inPlace).toEqual(expected);
+  });
+
+  test('integers hash exactly as their decimal strings, int64 and int32 ends included', () => {
+    const wide = decimalEdgeCases();
+    const asStrings = hb.strings.fingerprint64(wide.map(String));
+    expect(Array.from(hb.strings.fingerprint64(BigInt64Array.from(wide)))).toEqual(Array.from(asStrings));
+    expect(Array.from(hb.strings.fingerprint64(wide))).toEqual(Array.from(asStrings));
+    // The same through toHashBucketFast, with a bucket count above 2^53.
+    for (const buckets of [1, 7, 1000003, 2n ** 62n + 5n]) {
+      expect(Array.from(hb.strings.toHashBucketFast(BigInt64Array.from(wide), buckets))).toEqual(
+        Array.from(asStrings, (f) => f % BigInt(buckets)),
+      );
+    }
+    const narrow = wide.filter((v) => v >= BigInt(INT32_MIN) && v <= BigInt(INT32_MAX)).map(Number);
+    expect(narrow).toEqual(expect.arrayContaining([0, -1, INT32_MIN, INT32_MAX, 999999999, -1000000000]));
+    const narrowStrings = hb.strings.fingerprint64(narrow.map(String));
+    expect(Array.from(hb.strings.fingerprint64(Int32Array.from(narrow)))).toEqual(Array.from(narrowStrings));
+    expect(Array.from(hb.strings.fingerprint64(narrow))).toEqual(Array.from(narrowStrings));
+    // A mixed JS array keeps each value's own encoding.
+    expect(Array.from(hb.strings.fingerprint64(['x', INT64_MIN, -7, '', 0]))).toEqual(
+      Array.from(hb.strings.fingerprint64(['x', INT64_MIN.toString(), '-7', '', '0'])),
+    );
+    expect(Array.from(hb.strings.fingerprint64(new BigInt64Array(0)))).toEqual([]);
+    expect(Array.from(hb.strings.fingerprint64([]))).toEqual([]);
+  });
+
+  test('the device option: cpu is the default, a bad device is an Error naming the argument', () => {
+    const values = ['a', 'bc', 12];
+    const byDefault = Array.from(hb.strings.fingerprint64(values));
+    expect(Array.from(hb.strings.fingerprint64(values, { device: 'cpu' }))).toEqual(byDefault);
+    expect(Array.from(hb.strings.fingerprint64(values, {}))).toEqual(byDefault);
+    expect(Array.from(hb.strings.toHashBucketFast(values, 5, { device: 'cpu' }))).toEqual(byDefault.map((f) => f % 5n));
+    type Device = hb.strings.HashOptions['device'];
+    expect(() => hb.strings.fingerprint64(values, { device: 'tpu' as Device })).toThrow(
+      /fingerprint64: options\.device: 'tpu' is not a device \(expected 'cpu', 'cuda' or 'cuda:N'\)/,
+    );
+    expect(() => hb.strings.toHashBucketFast(values, 5, { device: 'tpu' as Device })).toThrow(/toHashBucketFast: options\.device: 'tpu' is not a device/);
+    expect(() => hb.strings.fingerprint64(values, { device: 'cuda:x' as Device })).toThrow(/options\.device: 'cuda:x' is not a device/);
+    expect(() => hb.strings.fingerprint64(values, { device: 3 as unknown as Device })).toThrow(/fingerprint64: options\.device must be a string/);
+    expect(() => hb.strings.fingerprint64(values, 'cuda' as unknown as hb.strings.HashOptions)).toThrow(/fingerprint64: options must be an object/);
+    if (!cudaAvailable) {
+      expect(() => hb.strings.fingerprint64(values, { device: 'cuda' })).toThrow(/fingerprint64: options\.device: 'cuda' requested, but/);
+      expect(() => hb.strings.fingerprint64(Int32Array.of(1), { device: 'cuda:0' })).toThrow(/options\.device: 'cuda:0' requested, but/);
+    }
   });
 
   test('TensorFlow\'s published values', () => {

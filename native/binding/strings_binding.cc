@@ -1,13 +1,17 @@
 // hb.strings.fingerprint64 and hb.strings.toHashBucketFast. Synchronous, as their
-// TensorFlow namesakes are in eager mode; they hash on the JS thread without waiting
-// for the thread pool (which a running training step may hold).
+// TensorFlow namesakes are in eager mode; on the CPU they hash on the JS thread without
+// waiting for the thread pool (which a running training step may hold). On CUDA the
+// call waits for the device, behind work already queued on it.
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
 #include "native/binding/arguments.h"
 #include "native/binding/exports.h"
+#include "native/core/device.h"
 #include "native/core/status.h"
+#include "native/kernels/decimal_digits.h"
 #include "native/kernels/string_hash.h"
 
 namespace hb {
@@ -29,50 +33,73 @@ uint64_t bucketsArgument(const Napi::Value& value, const char* op) {
   return uint64_t(n);
 }
 
-// A JS array of strings, numbers and bigints: strings hash their UTF-8 bytes, integers
-// their decimal digits (TF's hash-bucket columns on integer input).
-void hashJsArray(const Napi::Array& array, uint64_t numBuckets, uint64_t* out, const char* op) {
+// A JS array of strings, numbers and bigints as one UTF-8 column: strings give their
+// UTF-8 bytes, integers their decimal digits (TF's hash-bucket columns on integer input).
+// Built whole, and so checked whole, before any hashing on either device.
+void encodeJsArray(const Napi::Array& array, std::vector<uint8_t>* bytes, std::vector<int64_t>* offsets, const char* op) {
   Napi::Env env = array.Env();
-  std::vector<char> scratch(64);
   const uint32_t n = array.Length();
+  offsets->assign(1, 0);
+  offsets->reserve(size_t(n) + 1);
   for (uint32_t i = 0; i < n; ++i) {
     Napi::Value v = array.Get(i);
     if (v.IsString()) {
       size_t length = 0;
       napi_get_value_string_utf8(env, v, nullptr, 0, &length);
-      if (scratch.size() < length + 1) scratch.resize(length + 1);
-      napi_get_value_string_utf8(env, v, scratch.data(), scratch.size(), &length);
-      out[i] = fingerprintBytes(reinterpret_cast<const uint8_t*>(scratch.data()), int64_t(length), numBuckets);
-    } else if (v.IsBigInt()) {
-      bool lossless = true;
-      const int64_t x = v.As<Napi::BigInt>().Int64Value(&lossless);
-      HB_CHECK(lossless, op, ": values[", i, "] is a bigint outside int64");
-      fingerprintDecimal(&x, 1, numBuckets, out + i);
-    } else if (v.IsNumber()) {
-      const double x = v.As<Napi::Number>().DoubleValue();
-      HB_CHECK(std::floor(x) == x && std::fabs(x) <= 9007199254740991.0, op, ": values[", i, "] = ", x,
-               " is not an integer; only strings and integers can be hashed");
-      const int64_t id = int64_t(x);
-      fingerprintDecimal(&id, 1, numBuckets, out + i);
+      const size_t start = bytes->size();
+      bytes->resize(start + length + 1);  // N-API writes a terminator too
+      napi_get_value_string_utf8(env, v, reinterpret_cast<char*>(bytes->data() + start), length + 1, &length);
+      bytes->resize(start + length);
     } else {
-      fail(op, ": values[", i, "] must be a string, an integer or a bigint");
+      int64_t x = 0;
+      if (v.IsBigInt()) {
+        bool lossless = true;
+        x = v.As<Napi::BigInt>().Int64Value(&lossless);
+        HB_CHECK(lossless, op, ": values[", i, "] is a bigint outside int64");
+      } else if (v.IsNumber()) {
+        const double d = v.As<Napi::Number>().DoubleValue();
+        HB_CHECK(std::floor(d) == d && std::fabs(d) <= 9007199254740991.0, op, ": values[", i, "] = ", d,
+                 " is not an integer; only strings and integers can be hashed");
+        x = int64_t(d);
+      } else {
+        fail(op, ": values[", i, "] must be a string, an integer or a bigint");
+      }
+      char digits[kMaxDecimalChars];
+      const int length = decimalDigits(x, digits);
+      bytes->insert(bytes->end(), digits, digits + length);
     }
+    offsets->push_back(int64_t(bytes->size()));
   }
 }
 
-// stringsFingerprint(values, offsets | undefined, numBuckets | undefined)
+void hashByteRanges(const Device& device, const uint8_t* bytes, int64_t byteCount, const int64_t* offsets, int64_t n,
+                    uint64_t numBuckets, uint64_t* out) {
+  if (device.isCuda()) cuda::fingerprintByteRanges(device.index, bytes, byteCount, offsets, n, numBuckets, out);
+  else fingerprintByteRanges(bytes, offsets, n, numBuckets, out);
+}
+
+// stringsFingerprint(values, offsets | undefined, numBuckets | undefined, device | undefined)
 //   values: string/number/bigint array, BigInt64Array, Int32Array, or UTF-8 bytes
 //   (Uint8Array) with offsets (Int32Array or BigInt64Array, n + 1 of them).
+//   device: 'cpu' (the default), 'cuda' or 'cuda:N'; inputs and results stay host arrays.
 // Returns BigUint64Array fingerprints, or BigInt64Array buckets when numBuckets is given.
 Napi::Value stringsFingerprint(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const uint64_t numBuckets = bucketsArgument(info[2], info[2].IsUndefined() ? "fingerprint64" : "toHashBucketFast");
   const char* op = numBuckets ? "toHashBucketFast" : "fingerprint64";
+  const std::string deviceArgument = std::string(op) + ": options.device";
+  const Device device = info[3].IsUndefined()
+                            ? Device::cpu()
+                            : parseUsableDevice(stringArgument(info[3], deviceArgument.c_str()), deviceArgument.c_str());
   std::vector<uint64_t> hashes;
   Napi::Value values = info[0];
   if (values.IsArray()) {
-    hashes.resize(values.As<Napi::Array>().Length());
-    hashJsArray(values.As<Napi::Array>(), numBuckets, hashes.data(), op);
+    std::vector<uint8_t> bytes;
+    std::vector<int64_t> ends;
+    encodeJsArray(values.As<Napi::Array>(), &bytes, &ends, op);
+    const int64_t count = int64_t(ends.size()) - 1;
+    hashes.resize(size_t(count));
+    hashByteRanges(device, bytes.data(), int64_t(bytes.size()), ends.data(), count, numBuckets, hashes.data());
   } else if (values.IsTypedArray() && values.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) {
     Napi::Uint8Array bytes = values.As<Napi::Uint8Array>();
     HB_CHECK(info[1].IsTypedArray(), op, ": UTF-8 bytes need offsets (an Int32Array or BigInt64Array of n + 1 values)");
@@ -90,13 +117,22 @@ Napi::Value stringsFingerprint(const Napi::CallbackInfo& info) {
                ends[i], " < offsets[", i - 1, "] = ", ends[i - 1]);
     }
     hashes.resize(size_t(count));
-    fingerprintByteRanges(bytes.Data(), ends.data(), count, numBuckets, hashes.data());
+    hashByteRanges(device, bytes.Data(), int64_t(bytes.ByteLength()), ends.data(), count, numBuckets, hashes.data());
   } else if (values.IsTypedArray()) {
     Tensor ints = viewTypedArray(values, (std::string(op) + ": values").c_str());
+    HB_CHECK(ints.dtype == DType::Int64 || ints.dtype == DType::Int32, op,
+             ": typed-array values must hold integers (BigInt64Array, Int32Array) or UTF-8 bytes (Uint8Array), got ",
+             dtypeName(ints.dtype));
+    const bool int64 = ints.dtype == DType::Int64;
     hashes.resize(size_t(ints.size()));
-    if (ints.dtype == DType::Int64) fingerprintDecimal(ints.data<int64_t>(), ints.size(), numBuckets, hashes.data());
-    else if (ints.dtype == DType::Int32) fingerprintDecimal(ints.data<int32_t>(), ints.size(), numBuckets, hashes.data());
-    else fail(op, ": typed-array values must hold integers (BigInt64Array, Int32Array) or UTF-8 bytes (Uint8Array), got ", dtypeName(ints.dtype));
+    if (device.isCuda()) {
+      const void* data = int64 ? static_cast<const void*>(ints.data<int64_t>()) : static_cast<const void*>(ints.data<int32_t>());
+      cuda::fingerprintDecimal(device.index, data, int64, ints.size(), numBuckets, hashes.data());
+    } else if (int64) {
+      fingerprintDecimal(ints.data<int64_t>(), ints.size(), numBuckets, hashes.data());
+    } else {
+      fingerprintDecimal(ints.data<int32_t>(), ints.size(), numBuckets, hashes.data());
+    }
   } else {
     fail(op, ": values must be an array of strings or integers, an integer typed array, or UTF-8 bytes with offsets");
   }

@@ -1,6 +1,8 @@
-// optimizer.applyGradients and hb.nn.embeddingLookupSparseGrad.
+// optimizer.applyGradients, hb.nn.embeddingLookupSparseGrad and the fused lookup backward
+// + update of a compiled step.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "native/binding/arguments.h"
 #include "native/binding/async_task.h"
@@ -10,6 +12,7 @@
 #include "native/binding/tensor_handle.h"
 #include "native/core/status.h"
 #include "native/train/embedding_backward.h"
+#include "native/train/lookup_backward_apply.h"
 #include "native/train/optimizer_apply.h"
 
 namespace hb {
@@ -68,12 +71,59 @@ Napi::Value embeddingLookupSparseGrad(const Napi::CallbackInfo& info) {
       }));
 }
 
+// lookupBackwardApply(hyper, table, name, slot0 | null, slot1 | null,
+//                     lookups: [{ values, rowSplits, weights | null, combiner, maxNorm, outputGrad }])
+//   -> Promise<void>
+// The compiled step's fused update of one table (backward of each lookup, then the
+// sparse rule), callable alone so tests reach it.
+Napi::Value lookupBackwardApply(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* op = "lookupBackwardApply";
+  OptimizerApplyRequest update;
+  update.hyper = parseHyper(info[0]);
+  update.var = TensorHandle::unwrap(info[1], "lookupBackwardApply: table");
+  update.name = stringArgument(info[2], "lookupBackwardApply: name");
+  update.hasSlot0 = !info[3].IsNull();
+  if (update.hasSlot0) update.slot0 = TensorHandle::unwrap(info[3], "lookupBackwardApply: slot");
+  update.hasSlot1 = !info[4].IsNull();
+  if (update.hasSlot1) update.slot1 = TensorHandle::unwrap(info[4], "lookupBackwardApply: slot");
+  HB_CHECK(info[5].IsArray(), op, "(", update.name, "): lookups must be an array");
+  const Napi::Array list = info[5].As<Napi::Array>();
+  std::vector<SparseLookupRequest> lookups;
+  std::vector<Tensor> outGrads;
+  for (uint32_t i = 0; i < list.Length(); ++i) {
+    HB_CHECK(list.Get(i).IsObject(), op, "(", update.name, "): lookups[", i, "] must be an object");
+    const Napi::Object item = list.Get(i).As<Napi::Object>();
+    SparseLookupRequest r;
+    r.table = update.var;
+    r.name = update.name;
+    r.ids = copyTypedArray(item.Get("values"), "lookupBackwardApply: ids.values");
+    r.rowSplits = copyTypedArray(item.Get("rowSplits"), "lookupBackwardApply: ids.rowSplits");
+    const Napi::Value weights = item.Get("weights");
+    r.hasWeights = !weights.IsNull() && !weights.IsUndefined();
+    if (r.hasWeights) r.weights = copyTypedArray(weights, "lookupBackwardApply: ids.weights");
+    const double combiner = numberArgument(item.Get("combiner"), "lookupBackwardApply: combiner");
+    HB_CHECK(combiner == 0 || combiner == 1 || combiner == 2, op, "(", update.name,
+             "): combiner must be 'sum', 'mean' or 'sqrtn'");
+    r.combiner = Combiner(int32_t(combiner));
+    const Napi::Value maxNorm = item.Get("maxNorm");
+    if (!maxNorm.IsUndefined()) r.maxNorm = float(numberArgument(maxNorm, "lookupBackwardApply: maxNorm"));
+    lookups.push_back(std::move(r));
+    outGrads.push_back(TensorHandle::unwrap(item.Get("outputGrad"), "lookupBackwardApply: outputGrad"));
+  }
+  checkLookupBackwardApply(lookups, outGrads, update);
+  return schedule(env, update.var.device(), makeTask(
+      [lookups, outGrads, update] { runLookupBackwardApply(lookups, outGrads, update); },
+      [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
+}
+
 }  // namespace
 
 void exportTrain(Napi::Env env, Napi::Object exports) {
   exports.Set("optimizerApply", Napi::Function::New(env, guarded<optimizerApply>, "optimizerApply"));
   exports.Set("embeddingLookupSparseGrad",
               Napi::Function::New(env, guarded<embeddingLookupSparseGrad>, "embeddingLookupSparseGrad"));
+  exports.Set("lookupBackwardApply", Napi::Function::New(env, guarded<lookupBackwardApply>, "lookupBackwardApply"));
 }
 
 }  // namespace binding

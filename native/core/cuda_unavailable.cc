@@ -31,10 +31,18 @@ void fill(int, float*, int64_t, const FillSpec&) { notCompiled(); }
 
 int64_t unique(int, const void*, bool, int64_t, void*, int32_t*) { notCompiled(); }
 void partitionByOwner(int, const void*, bool, int64_t, int32_t, void*, int32_t*, int32_t*) { notCompiled(); }
+void fingerprintByteRanges(int, const uint8_t*, int64_t, const int64_t*, int64_t, uint64_t, uint64_t*) { notCompiled(); }
+void fingerprintDecimal(int, const void*, bool, int64_t, uint64_t, uint64_t*) { notCompiled(); }
 
 void applyDense(int, const OptimizerHyper&, const OptimizerTarget&, const float*) { notCompiled(); }
-void applySparse(int, const OptimizerHyper&, const OptimizerTarget&, const SparseRows&) { notCompiled(); }
-void applyGradientDescentEntries(int, const OptimizerHyper&, const OptimizerTarget&, const RowEntries&) { notCompiled(); }
+RowGradients embeddingLookupBackward(int, const EmbeddingLookupArgs&, const float*) { notCompiled(); }
+void applyIndexedSlices(int, const OptimizerHyper&, const OptimizerTarget&, const void*, bool, int64_t, const float*) {
+  notCompiled();
+}
+void lookupBackwardApply(int, const OptimizerHyper&, const OptimizerTarget&, const std::vector<EmbeddingLookupArgs>&,
+                         const std::vector<const float*>&) {
+  notCompiled();
+}
 
 LibraryStatus cublasStatus() { return LibraryStatus{false, "", kNotCompiled}; }
 LibraryStatus ncclStatus() { return LibraryStatus{false, "", kNotCompiled}; }

@@ -15,7 +15,7 @@ namespace hb {
 // One gradient row per distinct table row, rows in order of first appearance.
 struct RowGradients {
   std::vector<int64_t> rows;
-  std::shared_ptr<Buffer> values;  // host, rows.size() x width floats
+  std::shared_ptr<Buffer> values;  // rows.size() x width floats; host (on the device from cuda::)
   const float* data() const { return static_cast<const float*>(values->data()); }
 };
 

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "native/core/thread_pool.h"
+#include "native/kernels/lookup_gradient.h"
 #include "native/kernels/sparse_grad.h"
 #include "native/kernels/unique_partition.h"
 
@@ -63,31 +64,19 @@ template <typename Id>
 RowGradients backwardTyped(const EmbeddingLookupArgs& a, const float* outGrad) {
   const Id* ids = static_cast<const Id*>(a.ids);
   const bool weighted = a.weights != nullptr;
-  // What each bag's gradient is divided by (weighted: TF's div in the graph), or, without
-  // weights, multiplied by: SparseSegmentMeanGrad / SqrtNGrad scale by float(1 / N) and
-  // float(1 / sqrt(N)), computed in double.
-  std::vector<float> divisor(size_t(a.batch), 1.0f);
-  std::vector<float> scale(size_t(a.batch), 1.0f);
+  std::vector<BagGradientFactors> factors(size_t(a.batch));
   std::vector<Id> keptIds;
   std::vector<int32_t> keptBag;
   std::vector<float> keptWeight;
   keptIds.reserve(size_t(a.numIds));
   for (int64_t b = 0; b < a.batch; ++b) {
-    float weightSum = 0.0f, squaredWeightSum = 0.0f;
+    factors[size_t(b)] = bagGradientFactors(ids, a.weights, a.rowSplits[b], a.rowSplits[b + 1], a.combiner);
     for (int64_t j = a.rowSplits[b]; j < a.rowSplits[b + 1]; ++j) {
       const float w = weighted ? a.weights[j] : 1.0f;
       if (!keepLookupEntry(ids[j], w, weighted, a.combiner)) continue;
       keptIds.push_back(ids[j]);
       keptBag.push_back(int32_t(b));
       keptWeight.push_back(w);
-      weightSum = addRn(weightSum, w);
-      squaredWeightSum = addRn(squaredWeightSum, mulRn(w, w));
-    }
-    if (a.combiner != Combiner::Sum) divisor[b] = combinerDivisor(a.combiner, weightSum, squaredWeightSum);
-    const double count = double(weightSum);  // unweighted: the number of kept ids
-    if (!weighted && count > 0) {
-      if (a.combiner == Combiner::Mean) scale[b] = float(1.0 / count);
-      if (a.combiner == Combiner::SqrtN) scale[b] = float(1.0 / std::sqrt(count));
     }
   }
   const int64_t kept = int64_t(keptIds.size());
@@ -98,16 +87,13 @@ RowGradients backwardTyped(const EmbeddingLookupArgs& a, const float* outGrad) {
   out.values = Buffer::allocate(Device::cpu(), out.rows.size() * size_t(dim) * sizeof(float));
   sumPerRow(distinct.groups, dim, static_cast<float*>(out.values->data()), [&](float* row, int32_t e) {
     const float* g = outGrad + int64_t(keptBag[e]) * dim;
+    const BagGradientFactors& f = factors[size_t(keptBag[e])];
+    const float w = keptWeight[e];
+    // The same call in each branch, with `weighted` a constant, so each loop vectorises.
     if (weighted) {
-      const float d = divisor[keptBag[e]];
-      for (int64_t c = 0; c < dim; ++c) {
-        row[c] = addRn(row[c], mulRn(a.combiner != Combiner::Sum ? divRn(g[c], d) : g[c], keptWeight[e]));
-      }
-    } else if (a.combiner != Combiner::Sum) {
-      const float s = scale[keptBag[e]];
-      for (int64_t c = 0; c < dim; ++c) row[c] = addRn(row[c], mulRn(g[c], s));
+      for (int64_t c = 0; c < dim; ++c) row[c] = addRn(row[c], lookupGradContribution(g[c], true, a.combiner, f, w));
     } else {
-      for (int64_t c = 0; c < dim; ++c) row[c] = addRn(row[c], g[c]);
+      for (int64_t c = 0; c < dim; ++c) row[c] = addRn(row[c], lookupGradContribution(g[c], false, a.combiner, f, w));
     }
   });
   return out;

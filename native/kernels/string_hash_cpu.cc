@@ -1,26 +1,18 @@
-#include <charconv>
-
-#include "native/kernels/farmhash.h"
 #include "native/kernels/string_hash.h"
 
 namespace hb {
 
 uint64_t fingerprintBytes(const uint8_t* bytes, int64_t length, uint64_t numBuckets) {
-  const uint64_t fp = farmhash::fingerprint64(bytes, size_t(length));
-  return numBuckets == 0 ? fp : fp % numBuckets;
+  return fingerprintRange(bytes, size_t(length), numBuckets);
 }
 
 void fingerprintByteRanges(const uint8_t* bytes, const int64_t* offsets, int64_t n, uint64_t numBuckets, uint64_t* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = fingerprintBytes(bytes + offsets[i], offsets[i + 1] - offsets[i], numBuckets);
+  for (int64_t i = 0; i < n; ++i) out[i] = fingerprintRange(bytes + offsets[i], size_t(offsets[i + 1] - offsets[i]), numBuckets);
 }
 
 template <typename Int>
 void fingerprintDecimal(const Int* values, int64_t n, uint64_t numBuckets, uint64_t* out) {
-  char digits[24];
-  for (int64_t i = 0; i < n; ++i) {
-    const auto written = std::to_chars(digits, digits + sizeof(digits), values[i]);
-    out[i] = fingerprintBytes(reinterpret_cast<const uint8_t*>(digits), written.ptr - digits, numBuckets);
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = fingerprintDecimalValue(int64_t(values[i]), numBuckets);
 }
 
 template void fingerprintDecimal<int32_t>(const int32_t*, int64_t, uint64_t, uint64_t*);

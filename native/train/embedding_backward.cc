@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
 #include "native/core/status.h"
 #include "native/kernels/embedding_combine.h"
 #include "native/kernels/sparse_grad.h"
@@ -23,9 +24,9 @@ void checkLookupBackward(const SparseLookupRequest& r, const Tensor& outGrad) {
            outGrad.device().str(), " but the table is on ", r.table.device().str());
 }
 
-LookupGradient runLookupBackward(const SparseLookupRequest& r, const Tensor& outGrad) {
-  checkLookupValues(r);
+EmbeddingLookupArgs lookupBackwardArgs(const SparseLookupRequest& r) {
   EmbeddingLookupArgs args;
+  args.table = r.table.data<float>();
   args.rows = r.table.shape[0];
   args.dim = r.table.shape[1];
   args.ids = r.ids.buffer->data();
@@ -35,40 +36,29 @@ LookupGradient runLookupBackward(const SparseLookupRequest& r, const Tensor& out
   args.batch = r.rowSplits.size() - 1;
   args.weights = r.hasWeights ? r.weights.data<float>() : nullptr;
   args.combiner = r.combiner;
-  // The reduction runs on the host; a table on a GPU has its output gradient copied over
-  // and the summed rows copied back.
-  std::vector<float> hostGrad;
-  const float* grad = outGrad.data<float>();
-  if (outGrad.device().isCuda()) {
-    hostGrad.resize(size_t(outGrad.size()));
-    copyBytes(hostGrad.data(), Device::cpu(), outGrad.buffer->data(), outGrad.device(), outGrad.bytes());
-    grad = hostGrad.data();
-  }
-  const RowGradients rows = embeddingLookupBackwardCpu(args, grad);
+  args.maxNorm = r.maxNorm;
+  return args;
+}
+
+LookupGradient runLookupBackward(const SparseLookupRequest& r, const Tensor& outGrad) {
+  checkLookupValues(r);
+  const EmbeddingLookupArgs args = lookupBackwardArgs(r);
+  const Device device = r.table.device();
+  RowGradients rows = device.isCuda() ? cuda::embeddingLookupBackward(device.index, args, outGrad.data<float>())
+                                      : embeddingLookupBackwardCpu(args, outGrad.data<float>());
   const int64_t n = int64_t(rows.rows.size());
-  if (r.maxNorm > 0.0f) {
+  if (!device.isCuda() && r.maxNorm > 0.0f) {
     // Clipping depends only on the row, so it applies once to each row's summed gradient.
     // The rows are read as they are now, after any update queued before this call.
     float* values = static_cast<float*>(rows.values->data());
-    std::vector<float> row(size_t(args.dim));
-    const auto* table = r.table.data<float>();
     for (int64_t i = 0; i < n; ++i) {
-      const float* source = table + rows.rows[i] * args.dim;
-      if (r.table.device().isCuda()) {
-        copyBytes(row.data(), Device::cpu(), source, r.table.device(), size_t(args.dim) * sizeof(float));
-        source = row.data();
-      }
-      clipByNormGradient(source, args.dim, r.maxNorm, values + i * args.dim);
+      clipByNormGradient(args.table + rows.rows[i] * args.dim, args.dim, r.maxNorm, values + i * args.dim);
     }
   }
   LookupGradient out;
   out.indices = Tensor{Buffer::allocate(Device::cpu(), size_t(n) * 8), DType::Int64, {n}};
   if (n) std::memcpy(out.indices.buffer->data(), rows.rows.data(), size_t(n) * 8);
   out.values = Tensor{rows.values, DType::Float32, {n, args.dim}};
-  if (r.table.device().isCuda()) {
-    out.values.buffer = Buffer::allocate(r.table.device(), out.values.bytes());
-    copyBytes(out.values.buffer->data(), r.table.device(), rows.data(), Device::cpu(), out.values.bytes());
-  }
   return out;
 }
 

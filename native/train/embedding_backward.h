@@ -3,6 +3,7 @@
 #pragma once
 
 #include "native/embedding/embedding_lookup.h"
+#include "native/kernels/embedding_lookup.h"
 
 namespace hb {
 
@@ -15,5 +16,9 @@ struct LookupGradient {
 // table's rows as they are when the backward runs. outGrad [batch, dim].
 void checkLookupBackward(const SparseLookupRequest& request, const Tensor& outGrad);
 LookupGradient runLookupBackward(const SparseLookupRequest& request, const Tensor& outGrad);
+
+// The request as the backward kernels take it: pointers into its tensors (ids, rowSplits
+// and weights on the host, the table on its device), out unset.
+EmbeddingLookupArgs lookupBackwardArgs(const SparseLookupRequest& request);
 
 }  // namespace hb

@@ -19,13 +19,6 @@ std::vector<int64_t> rowShape(const Tensor& t) {
   return t.shape.empty() ? std::vector<int64_t>{} : std::vector<int64_t>(t.shape.begin() + 1, t.shape.end());
 }
 
-// A host copy of a tensor's values (the tensor may live on a GPU).
-std::vector<float> hostValues(const Tensor& t) {
-  std::vector<float> out(size_t(t.size()));
-  copyBytes(out.data(), Device::cpu(), t.buffer->data(), t.device(), t.bytes());
-  return out;
-}
-
 template <typename Id>
 void checkRowRange(const OptimizerApplyRequest& r, int64_t rows) {
   const Id* ids = r.indices.data<Id>();
@@ -119,28 +112,23 @@ void runOptimizerApply(const OptimizerApplyRequest& request) {
     return;
   }
   const bool wide = r.indices.dtype == DType::Int64;
+  if (device.isCuda()) {
+    // Grouping and summing happen on the device; only the indices travel.
+    cuda::applyIndexedSlices(device.index, r.hyper, target, r.indices.buffer->data(), wide, r.indices.size(),
+                             r.values.data<float>());
+    return;
+  }
   if (r.hyper.kind == OptimizerKind::GradientDescent) {
     // TF subtracts each entry in turn (scatter_sub), duplicates included, not their sum.
-    std::vector<float> hostCopy;
-    const float* values = r.values.data<float>();
-    if (device.isCuda()) values = (hostCopy = hostValues(r.values)).data();
-    const RowEntries entries = groupEntriesCpu(r.indices.buffer->data(), wide, r.indices.size(), values, target.width);
-    if (device.isCuda()) cuda::applyGradientDescentEntries(device.index, r.hyper, target, entries);
-    else applyGradientDescentEntriesCpu(r.hyper, target, entries);
+    const RowEntries entries =
+        groupEntriesCpu(r.indices.buffer->data(), wide, r.indices.size(), r.values.data<float>(), target.width);
+    applyGradientDescentEntriesCpu(r.hyper, target, entries);
     return;
   }
   RowGradients storage;
-  if (!device.isCuda()) {
-    const SparseRows grads = sumDuplicateRowsCpu(r.indices.buffer->data(), wide, r.indices.size(),
-                                                 r.values.data<float>(), target.width, &storage);
-    applySparseCpu(r.hyper, target, grads);
-    return;
-  }
-  // On a GPU the duplicate rows are summed on the host for now (same order, same bits).
-  const std::vector<float> values = hostValues(r.values);
-  const SparseRows grads =
-      sumDuplicateRowsCpu(r.indices.buffer->data(), wide, r.indices.size(), values.data(), target.width, &storage);
-  cuda::applySparse(device.index, r.hyper, target, grads);
+  const SparseRows grads = sumDuplicateRowsCpu(r.indices.buffer->data(), wide, r.indices.size(),
+                                               r.values.data<float>(), target.width, &storage);
+  applySparseCpu(r.hyper, target, grads);
 }
 
 }  // namespace hb
