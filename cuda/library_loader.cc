@@ -53,12 +53,16 @@ OpenedLibrary openFirst(const std::vector<std::string>& names) {
   return result;
 }
 
-}  // namespace
+struct Cublas {
+  LibraryStatus status;
+  void* handle = nullptr;
+};
 
-LibraryStatus cublasStatus() {
+const Cublas& openedCublas() {
   static std::once_flag once;
-  static LibraryStatus status;
+  static Cublas cublas;
   std::call_once(once, [] {
+    LibraryStatus& status = cublas.status;
     OpenedLibrary lib = openFirst({"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"});
     if (lib.handle == nullptr) {
       status.error = lib.error;
@@ -75,9 +79,16 @@ LibraryStatus cublasStatus() {
     getProperty(2, &patch);
     status.loaded = true;
     status.version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    cublas.handle = lib.handle;
   });
-  return status;
+  return cublas;
 }
+
+}  // namespace
+
+LibraryStatus cublasStatus() { return openedCublas().status; }
+
+void* cublasLibrary() { return openedCublas().handle; }
 
 LibraryStatus ncclStatus() {
   static std::once_flag once;

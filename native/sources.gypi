@@ -46,7 +46,8 @@
       "native/binding/optimizer_arguments.cc"
     ],
     "hb_cpu_only_sources": [
-      "native/core/cuda_unavailable.cc"
+      "native/core/cuda_unavailable.cc",
+      "native/core/cuda_dense_unavailable.cc"
     ],
     "hb_cuda_sources": [
       "cuda/cuda_runtime.cu",
@@ -56,7 +57,9 @@
       "cuda/optimizer_apply.cu",
       "cuda/string_hash.cu",
       "cuda/embedding_backward.cu",
-      "cuda/library_loader.cc"
+      "cuda/library_loader.cc",
+      "cuda/dense_kernels.cu",
+      "cuda/cublas_sgemm.cu"
     ]
   }
 }

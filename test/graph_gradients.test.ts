@@ -6,6 +6,11 @@ import { CompiledStep } from '../lib/graph/compiled_step';
 import { Graph, SymbolicTensor, VariableStore } from '../lib/graph/graph';
 import { placeholder } from '../lib/graph/ops/sources';
 import { randomSource } from './support/reference';
+import { pinDevice } from './support/devices';
+
+// Checked against CPU references bit for bit / at CPU tolerances; test/cuda_plan.test.ts
+// checks the CUDA kernels against these.
+pinDevice('cpu');
 
 type Build = (g: Graph, vars: SymbolicTensor[], x: SymbolicTensor) => SymbolicTensor;
 

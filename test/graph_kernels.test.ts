@@ -5,6 +5,11 @@
 import * as hb from '../lib';
 import { native, NativeTensorHandle } from '../lib/native';
 import { randomSource } from './support/reference';
+import { pinDevice } from './support/devices';
+
+// Checked against CPU references bit for bit / at CPU tolerances; test/cuda_plan.test.ts
+// checks the CUDA kernels against these.
+pinDevice('cpu');
 
 const f = Math.fround;
 const OP = 'model/layer_1/op'; // the graph op name every error must name

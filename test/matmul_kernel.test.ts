@@ -7,6 +7,11 @@ import { spawnSync } from 'child_process';
 import * as hb from '../lib';
 import { native, NativeTensorHandle } from '../lib/native';
 import { randomSource } from './support/reference';
+import { pinDevice } from './support/devices';
+
+// Checked against CPU references bit for bit / at CPU tolerances; test/cuda_plan.test.ts
+// checks the CUDA kernels against these.
+pinDevice('cpu');
 
 const OP = 'dense_1/matmul'; // the graph op name every error must name
 const TOLERANCE = 1e-5;

@@ -9,6 +9,11 @@ import { Graph, SymbolicTensor, VariableStore, withGraph } from '../lib/graph/gr
 import { placeholder } from '../lib/graph/ops/sources';
 import { embeddingLookupNode } from '../lib/graph/ops/embedding';
 import { randomSource } from './support/reference';
+import { pinDevice } from './support/devices';
+
+// Checked against CPU references bit for bit / at CPU tolerances; test/cuda_plan.test.ts
+// checks the CUDA kernels against these.
+pinDevice('cpu');
 
 const m = hb.math;
 const ids = hb.ragged(BigInt64Array.from([1n, 3n, 3n, 7n, 0n, 19n, 3n]), Int32Array.from([0, 2, 4, 4, 7]));

@@ -2,7 +2,7 @@
 // shaped like the first batch, compiles it to one native plan, and runs one native call
 // per batch. Variables live in native memory, shared by the three modes by name, and are
 // saved to / restored from checkpoints in modelDir.
-import { currentDevice, setDevice } from '../backend';
+import { currentDevice, DeviceSpec, setDevice } from '../backend';
 import { CompiledStep, PreparedBatch, StepResult } from '../graph/compiled_step';
 import { Graph, Node, RawBatch, SymbolicTensor, VariableStore, withGraph } from '../graph/graph';
 import { applyEffect, defineOp } from '../graph/op_registry';
@@ -66,6 +66,8 @@ export class Estimator {
   readonly modelDir?: string;
   readonly params: Record<string, unknown>;
   readonly config: RunConfig;
+  /** Where the model's steps run and its variables live: RunConfig's device, else the current one. */
+  readonly device: DeviceSpec;
   private readonly store = new VariableStore();
   private readonly built = new Map<Mode, BuiltMode>();
   private step = 0;
@@ -82,6 +84,7 @@ export class Estimator {
     this.modelDir = init.modelDir;
     this.params = init.params ?? {};
     this.config = init.config ?? new RunConfig();
+    this.device = (this.config.device ?? currentDevice()) as DeviceSpec;
   }
 
   /** The global step: training steps taken, restored from the latest checkpoint. */
@@ -98,12 +101,13 @@ export class Estimator {
   private async build(mode: Mode, example: RawBatch): Promise<BuiltMode> {
     const existing = this.built.get(mode);
     if (existing) return existing;
-    const graph = new Graph(this.store, mode);
+    const graph = new Graph(this.store, mode, this.device);
     const features = symbolicFeatures(graph, example);
     const labels = mode === ModeKeys.PREDICT ? undefined : symbolicLabels(graph, example);
-    // Compiled plans run on the host for now: tables made while building go there.
+    // Tables and other variables made while building go to the model's device (a column
+    // with embDevice: 'cpu' keeps its table in host memory).
     const device = currentDevice();
-    setDevice('cpu');
+    setDevice(this.device);
     let spec: EstimatorSpec;
     try {
       spec = await withGraph(graph, () => this.modelFn(features, labels, mode, this.params));

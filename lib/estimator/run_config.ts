@@ -1,5 +1,7 @@
 // tf.estimator.RunConfig, with how progress is shown.
 
+import { DeviceSpec, resolveDevice } from '../backend';
+
 export interface RunConfigInit {
   /** Save a checkpoint every N steps (takes precedence over saveCheckpointsSecs). */
   saveCheckpointsSteps?: number;
@@ -13,6 +15,11 @@ export interface RunConfigInit {
   log?: (line: string) => void;
   /** A progress bar on stderr; default: when stderr is a terminal. */
   progressBar?: boolean;
+  /**
+   * Where the model trains: 'cpu', 'cuda' or 'cuda:N'. Default: the current device
+   * (HB_DEVICE, else CUDA when usable, else the CPU).
+   */
+  device?: DeviceSpec;
 }
 
 function nonNegativeInteger(value: unknown, name: string): number {
@@ -27,6 +34,7 @@ export class RunConfig {
   readonly logStepCountSteps: number;
   readonly log: (line: string) => void;
   readonly progressBar: boolean;
+  readonly device?: DeviceSpec;
 
   constructor(init: RunConfigInit = {}) {
     if (init.saveCheckpointsSteps !== undefined && init.saveCheckpointsSecs !== undefined) {
@@ -39,5 +47,6 @@ export class RunConfig {
     if (init.log !== undefined && typeof init.log !== 'function') throw new TypeError('RunConfig: log must be a function');
     this.log = init.log ?? ((line: string) => console.log(line));
     this.progressBar = init.progressBar ?? Boolean(process.stderr.isTTY);
+    if (init.device !== undefined) this.device = resolveDevice(init.device, 'RunConfig: device') as DeviceSpec;
   }
 }

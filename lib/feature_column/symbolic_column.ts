@@ -27,8 +27,10 @@ export function symbolicColumn(column: DenseColumn, source: SymbolicFeatureSourc
       throw new Error(`feature column '${column.name}': embSegmentRank inside a modelFn is not supported yet (it is in eager DenseFeatures)`);
     }
     const table = graph.store.adopt(column.tableName, () => column.variable);
-    if (table.device !== 'cpu') {
-      throw new Error(`feature column '${column.name}': its table is on ${table.device}; compiled graphs run on the cpu for now (embDevice: 'cpu')`);
+    // In host memory (embDevice: 'cpu') or on the graph's device; the plan moves lookup
+    // outputs and gradients between them.
+    if (table.device !== 'cpu' && table.device !== graph.device) {
+      throw new Error(`feature column '${column.name}': its table is on ${table.device} but the model runs on ${graph.device}; use embDevice: 'cpu' or '${graph.device}'`);
     }
     const example = column.lookupIds(source.example.features as Features);
     return embeddingLookupNode(graph, table, (b) => column.lookupIds(b.features as Features), {

@@ -18,6 +18,8 @@ export interface PlanValueSpec {
 }
 
 export interface PlanSpec {
+  /** Where the plan runs: the graph's device. */
+  device: string;
   values: PlanValueSpec[];
   params: NativeTensorHandle[];
   feeds: Array<{ name: string; kind: string }>;
@@ -158,7 +160,7 @@ export function compileGraph(graph: Graph, fetches: SymbolicTensor[], effects: N
   const fetch = fetches.map((t) => valueOf(t));
   const storageCount = assignStorage(values, aliasOf, steps, fetch);
   return {
-    spec: { values, params, feeds: feeds.map((f) => ({ name: f.name, kind: f.kind })), steps, storageCount },
+    spec: { device: graph.device, values, params, feeds: feeds.map((f) => ({ name: f.name, kind: f.kind })), steps, storageCount },
     feeds,
     fetch,
     optimizers,

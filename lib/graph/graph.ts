@@ -1,6 +1,7 @@
 // Symbolic tensors and the graph a modelFn builds. Shapes use -1 for the batch
 // dimension, which is only known when a step runs. Nodes are numbered in creation
 // order, which is also an order where every input comes before its consumers.
+import { currentDevice, DeviceSpec } from '../backend';
 import { Initializer } from '../initializers/initializers';
 import { Variable, variable } from '../tensor/variable';
 
@@ -47,7 +48,7 @@ export function isSymbolic(value: unknown): value is SymbolicTensor {
 export class VariableStore {
   readonly variables = new Map<string, Variable>();
 
-  getOrCreate(name: string, shape: number[], initializer: Initializer, trainable: boolean): Variable {
+  getOrCreate(name: string, shape: number[], initializer: Initializer, trainable: boolean, device: string = currentDevice()): Variable {
     const existing = this.variables.get(name);
     if (existing) {
       if (existing.shape.join() !== shape.join()) {
@@ -55,7 +56,7 @@ export class VariableStore {
       }
       return existing;
     }
-    const made = variable(initializer, { name, shape, trainable, device: 'cpu' });
+    const made = variable(initializer, { name, shape, trainable, device });
     // hb.variable makes names unique within the process; the store keeps the graph's name.
     this.variables.set(name, made);
     return made;
@@ -93,7 +94,15 @@ export class Graph {
   private readonly usedNames = new Map<string, number>();
   private readonly variableNodes = new Map<Variable, SymbolicTensor>();
 
-  constructor(readonly store: VariableStore = new VariableStore(), readonly mode: string = 'train') {}
+  /**
+   * `device`: where the compiled plan runs, and where the graph's own variables,
+   * constants and metric state are made (default: the current device).
+   */
+  constructor(
+    readonly store: VariableStore = new VariableStore(),
+    readonly mode: string = 'train',
+    readonly device: DeviceSpec = currentDevice() as DeviceSpec,
+  ) {}
 
   /** A unique node name: `base`, then `base_1`, ... as TF names ops and layers. */
   uniqueName(base: string): string {

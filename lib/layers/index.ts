@@ -42,10 +42,10 @@ export function dense(x: SymbolicTensor, units: number, options: DenseOptions = 
   if (!Number.isSafeInteger(units) || units < 1) throw new RangeError(`${name}: units must be an integer >= 1, got ${String(units)}`);
   const act = activationFn(options.activation, name);
   const trainable = options.trainable ?? true;
-  const kernel = graph.store.getOrCreate(`${name}/kernel`, [input.shape[1], units], options.kernelInitializer ?? glorotUniform(), trainable);
+  const kernel = graph.store.getOrCreate(`${name}/kernel`, [input.shape[1], units], options.kernelInitializer ?? glorotUniform(), trainable, graph.device);
   let y = matmul(input, graph.variableTensor(kernel), { name: `${name}/MatMul` });
   if (options.useBias ?? true) {
-    const bias = graph.store.getOrCreate(`${name}/bias`, [units], options.biasInitializer ?? zeros(), trainable);
+    const bias = graph.store.getOrCreate(`${name}/bias`, [units], options.biasInitializer ?? zeros(), trainable, graph.device);
     y = add(y, graph.variableTensor(bias), `${name}/BiasAdd`);
   }
   return act(y);
@@ -63,8 +63,8 @@ export function crossNetwork(x: SymbolicTensor, numLayers: number, options: { ke
   const d = x0.shape[1];
   let xl = x0;
   for (let l = 0; l < numLayers; l++) {
-    const w = graph.store.getOrCreate(`${name}/kernel_${l}`, [d, 1], options.kernelInitializer ?? glorotUniform(), true);
-    const b = graph.store.getOrCreate(`${name}/bias_${l}`, [d], zeros(), true);
+    const w = graph.store.getOrCreate(`${name}/kernel_${l}`, [d, 1], options.kernelInitializer ?? glorotUniform(), true, graph.device);
+    const b = graph.store.getOrCreate(`${name}/bias_${l}`, [d], zeros(), true, graph.device);
     const projected = matmul(xl, graph.variableTensor(w));  // [batch, 1]
     xl = add(add(multiply(x0, projected), graph.variableTensor(b)), xl, `${name}/layer_${l}`);
   }

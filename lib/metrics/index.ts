@@ -30,8 +30,9 @@ const accumulateDef = defineOp({
   },
 });
 
-function accumulator(name: string, shape: number[]): Variable {
-  return variable(zeros(), { name, shape, trainable: false, device: 'cpu' });
+/** A metric's state, beside the graph's other values (its plan runs on graph.device). */
+function accumulator(graph: Graph, name: string, shape: number[]): Variable {
+  return variable(zeros(), { name, shape, trainable: false, device: graph.device });
 }
 
 /** Labels shaped like predictions when both hold the same values per example. */
@@ -55,7 +56,8 @@ async function concreteFloat32(value: MetricInput, what: string): Promise<Float3
 }
 
 async function accumulateNow(kernel: string, name: string, inputs: Float32Array[], outputShapes: number[][]): Promise<Float32Array[]> {
-  const handles = inputs.map((x) => tensor(x, [x.length]).handle);
+  // Concrete metrics are small host work: their tensors stay on the host.
+  const handles = inputs.map((x) => tensor(x, [x.length], undefined, { device: 'cpu' }).handle);
   const out = await native.kernelRun(kernel, handles, outputShapes, [], name);
   return Promise.all(out.map(async (h) => (await new Tensor(h).data()) as Float32Array));
 }
@@ -86,7 +88,7 @@ export function auc(labels: MetricInput, predictions: MetricInput, options: AucO
   if (predictions instanceof SymbolicTensor) {
     if (!(labels instanceof SymbolicTensor)) throw new TypeError(`${name}: labels must be symbolic like the predictions`);
     const graph: Graph = predictions.graph;
-    const accumulators = ['true_positives', 'false_negatives', 'true_negatives', 'false_positives'].map((a) => accumulator(`${name}/${a}`, [numThresholds]));
+    const accumulators = ['true_positives', 'false_negatives', 'true_negatives', 'false_positives'].map((a) => accumulator(graph, `${name}/${a}`, [numThresholds]));
     const inputs = [aligned(labels, predictions, name), predictions, constant(graph, thresholds, [numThresholds], `${name}/thresholds`)];
     if (options.weights !== undefined) inputs.push(symbolicWeights(options.weights, name));
     const node = applyEffect(accumulateDef, inputs, { kernel: 'auc_accumulate', accumulators }, graph.uniqueName(name));
@@ -115,7 +117,7 @@ export function mean(values: MetricInput, options?: { weights?: MetricInput; nam
 export function mean(values: MetricInput, options: { weights?: MetricInput; name?: string } = {}): MetricOp | Promise<number> {
   const name = options.name ?? 'mean';
   if (values instanceof SymbolicTensor) {
-    const accumulators = [accumulator(`${name}/total`, [1]), accumulator(`${name}/count`, [1])];
+    const accumulators = [accumulator(values.graph, `${name}/total`, [1]), accumulator(values.graph, `${name}/count`, [1])];
     const inputs = [values];
     if (options.weights !== undefined) inputs.push(aligned(symbolicWeights(options.weights, name), values, name));
     const node = applyEffect(accumulateDef, inputs, { kernel: 'mean_accumulate', accumulators }, values.graph.uniqueName(name));
@@ -142,7 +144,7 @@ export function accuracy(labels: MetricInput, predictions: MetricInput, options:
     const p = await concreteFloat32(predictions, `${name}: predictions`);
     if (l.length !== p.length) throw new RangeError(`${name}: labels has ${l.length} values but predictions has ${p.length}`);
     // The same equal kernel the graph runs (binary op 5), then the mean.
-    const [equalHandle] = await native.kernelRun('binary', [tensor(l, [l.length]).handle, tensor(p, [p.length]).handle], [[l.length]], [5], name);
+    const [equalHandle] = await native.kernelRun('binary', [tensor(l, [l.length], undefined, { device: 'cpu' }).handle, tensor(p, [p.length], undefined, { device: 'cpu' }).handle], [[l.length]], [5], name);
     const correct = (await new Tensor(equalHandle).data()) as Float32Array;
     return mean(correct, { weights: options.weights, name });
   })();

@@ -1,7 +1,9 @@
-// kernelRun: one plan kernel, eagerly, on the host executor. Tests check each kernel
-// against a reference through it, and eager graph ops can use it.
+// kernelRun: one plan kernel, eagerly, on the executor of its tensors' device. Tests check
+// each kernel against a reference (and the CUDA kernels against the CPU's) through it,
+// and eager graph ops can use it.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "native/binding/arguments.h"
 #include "native/binding/async_task.h"
@@ -15,19 +17,13 @@ namespace binding {
 
 namespace {
 
-Tensor hostInput(const Napi::Value& value, const std::string& what) {
-  const Tensor& t = TensorHandle::unwrap(value, what.c_str());
-  HB_CHECK(!t.device().isCuda(), what, " is on ", t.device().str(), "; graph kernels run on the cpu");
-  return t;
-}
-
 // kernelRun(kernel, inputs: Tensor[], outputs: Array<number[] | Tensor>, attrs: number[], name?)
-//   -> Promise<Tensor[]>. An output given as a shape is a new float32 tensor of zeros; one
-//   given as a tensor is written in place (accumulators).
+//   -> Promise<Tensor[]>. An output given as a shape is a new float32 tensor of zeros on the
+//   inputs' device; one given as a tensor is written in place (accumulators).
 Napi::Value kernelRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const std::string kernel = stringArgument(info[0], "kernelRun: kernel");
-  const KernelFn fn = findKernel(kernel);
+  const KernelEntry entry = findKernel(kernel);
   auto args = std::make_shared<KernelArgs>();
   args->name = info[4].IsString() ? info[4].As<Napi::String>().Utf8Value() : kernel;
   if (!info[1].IsArray() || !info[2].IsArray() || !info[3].IsArray()) {
@@ -42,23 +38,29 @@ Napi::Value kernelRun(const Napi::CallbackInfo& info) {
     args->attrs.push_back(x);
   }
   for (uint32_t i = 0; i < inputs.Length(); ++i) {
-    args->in.push_back(hostInput(inputs.Get(i), "kernelRun: inputs[" + std::to_string(i) + "]"));
+    const std::string what = "kernelRun: inputs[" + std::to_string(i) + "]";
+    args->in.push_back(TensorHandle::unwrap(inputs.Get(i), what.c_str()));
   }
+  const Device device = args->in.empty() ? currentDevice() : args->in.front().device();
   for (uint32_t i = 0; i < outputs.Length(); ++i) {
     Napi::Value o = outputs.Get(i);
     if (o.IsArray()) {
       std::vector<int64_t> shape = shapeArgument(o, "kernelRun: output shape");
       Tensor t{nullptr, DType::Float32, shape};
       const int64_t size = shapeSize(shape, "kernelRun: output shape");
-      t.buffer = Buffer::allocate(Device::cpu(), size_t(size) * sizeof(float));
-      if (size) std::memset(t.buffer->data(), 0, t.bytes());
+      const std::vector<float> zeros(size_t(size), 0.0f);
+      t.buffer = Buffer::allocate(device, size_t(size) * sizeof(float));
+      if (size) copyBytes(t.buffer->data(), device, zeros.data(), Device::cpu(), t.bytes());
       args->out.push_back(t);
     } else {
-      args->out.push_back(hostInput(o, "kernelRun: outputs[" + std::to_string(i) + "]"));
+      const std::string what = "kernelRun: outputs[" + std::to_string(i) + "]";
+      args->out.push_back(TensorHandle::unwrap(o, what.c_str()));
     }
   }
-  return schedule(env, Device::cpu(), makeTask(
-      [fn, args] { fn(*args); },
+  // Every tensor on one device, checked here so a mixed call fails before it is queued.
+  kernelDevice(*args, kernel.c_str());
+  return schedule(env, device, makeTask(
+      [entry, args] { runKernel(entry, *args); },
       [args](Napi::Env env) -> Napi::Value {
         Napi::Array result = Napi::Array::New(env, args->out.size());
         for (size_t i = 0; i < args->out.size(); ++i) result.Set(uint32_t(i), TensorHandle::wrap(env, args->out[i]));

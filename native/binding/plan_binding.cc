@@ -1,5 +1,5 @@
 // planCreate / planRun: a compiled graph (lib/graph/compile.ts) as a native plan, and
-// one call per step that runs it on the host executor.
+// one call per step that runs it on the executor of the plan's device.
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -80,7 +80,7 @@ PlanStep parseStep(const Napi::Object& o) {
   s.name = stringArgument(o.Get("name"), "plan step name");
   if (kind == "kernel") {
     s.kind = PlanStep::Kind::Kernel;
-    s.fn = findKernel(stringArgument(o.Get("kernel"), "plan step kernel"));
+    s.kernel = findKernel(stringArgument(o.Get("kernel"), "plan step kernel"));
     s.inputs = intList(o, "inputs");
     s.outputs = intList(o, "outputs");
     if (!o.Get("attrs").IsUndefined()) {
@@ -117,11 +117,15 @@ PlanStep parseStep(const Napi::Object& o) {
   return s;
 }
 
-// planCreate({ values, params, feeds, steps, storageCount }) -> an opaque plan
+// planCreate({ device?, values, params, feeds, steps, storageCount }) -> an opaque plan;
+// device: 'cpu' (default), 'cuda' or 'cuda:N'.
 Napi::Value planCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsObject()) throw Napi::TypeError::New(env, "planCreate: the plan must be an object");
   Napi::Object spec = info[0].As<Napi::Object>();
+  const Device device = spec.Get("device").IsUndefined()
+                            ? Device::cpu()
+                            : parseUsableDevice(stringArgument(spec.Get("device"), "plan: device"), "plan: device");
   std::vector<PlanValue> values;
   Napi::Array valueList = arrayField(spec, "values", "plan");
   for (uint32_t i = 0; i < valueList.Length(); ++i) {
@@ -151,7 +155,7 @@ Napi::Value planCreate(const Napi::CallbackInfo& info) {
     if (!stepList.Get(i).IsObject()) throw Napi::TypeError::New(env, "plan: steps must be objects");
     steps.push_back(parseStep(stepList.Get(i).As<Napi::Object>()));
   }
-  auto plan = std::make_shared<Plan>(std::move(values), std::move(params), std::move(feeds), std::move(steps),
+  auto plan = std::make_shared<Plan>(device, std::move(values), std::move(params), std::move(feeds), std::move(steps),
                                      intField(spec, "storageCount", 0));
   return Napi::External<PlanRef>::New(env, new PlanRef(plan), [](Napi::Env, PlanRef* ref) { delete ref; });
 }
@@ -203,7 +207,7 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
   for (uint32_t i = 0; i < feedList.Length(); ++i) feeds.push_back(copyTypedArray(feedList.Get(i), "planRun: feeds[i]"));
   plan->checkFeeds(int64_t(batch), feeds);
   auto result = std::make_shared<Plan::RunResult>();
-  return schedule(env, Device::cpu(), makeTask(
+  return schedule(env, plan->device(), makeTask(
       [plan, feeds, hypers, fetch, batch, result] { *result = plan->run(int64_t(batch), feeds, hypers, fetch); },
       [result](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/plan_kernel.h"
@@ -20,6 +21,7 @@ namespace {
 constexpr int64_t kGrain = 1 << 15;
 // The general broadcasting path keeps its strides on the stack.
 constexpr size_t kMaxBroadcastRank = 6;
+static_assert(kMaxBroadcastRank <= size_t(cuda::kMaxKernelRank), "the CUDA kernel indexes fewer dims");
 
 std::string shapeText(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -190,6 +192,45 @@ void runBinary(BinaryLoop loop, const Tensor& a, const Tensor& b, const Tensor& 
   }
 }
 
+// The CUDA kernel's view of a loop: the same walk as the CPU's, as strides over at most
+// kMaxBroadcastRank dims (the simple loops flatten to one or two).
+cuda::BroadcastIndex deviceIndex(BinaryLoop loop, const Tensor& a, const Tensor& b, const std::vector<int64_t>& out) {
+  cuda::BroadcastIndex index;
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  const int64_t cols = out.empty() ? 1 : out.back();
+  auto set = [&](std::initializer_list<int64_t> shape, std::initializer_list<int64_t> sa, std::initializer_list<int64_t> sb) {
+    index.rank = int32_t(shape.size());
+    std::copy(shape.begin(), shape.end(), index.shape);
+    std::copy(sa.begin(), sa.end(), index.strideA);
+    std::copy(sb.begin(), sb.end(), index.strideB);
+  };
+  switch (loop) {
+    case BinaryLoop::Same: set({n}, {1}, {1}); break;
+    case BinaryLoop::ScalarB: set({n}, {1}, {0}); break;
+    case BinaryLoop::ScalarA: set({n}, {0}, {1}); break;
+    case BinaryLoop::RowB: set({n / cols, cols}, {cols, 1}, {0, 1}); break;
+    case BinaryLoop::ColumnB: set({n / cols, cols}, {cols, 1}, {1, 0}); break;
+    case BinaryLoop::General: {
+      const size_t rank = out.size();
+      index.rank = int32_t(rank);
+      int64_t sa = 1, sb = 1;
+      for (size_t k = 0; k < rank; ++k) {
+        const size_t d = rank - 1 - k;
+        const int64_t da = k < a.shape.size() ? a.shape[a.shape.size() - 1 - k] : 1;
+        const int64_t db = k < b.shape.size() ? b.shape[b.shape.size() - 1 - k] : 1;
+        index.shape[d] = out[d];
+        index.strideA[d] = da == 1 ? 0 : sa;
+        index.strideB[d] = db == 1 ? 0 : sb;
+        sa *= da;
+        sb *= db;
+      }
+      break;
+    }
+  }
+  return index;
+}
+
 void binaryKernel(const KernelArgs& args) {
   checkArity(args, 2, 1, "binary");
   checkFloat32(args, "binary");
@@ -206,6 +247,11 @@ void binaryKernel(const KernelArgs& args) {
   const BinaryLoop loop = chooseBinaryLoop(a, b, shape);
   HB_CHECK(loop != BinaryLoop::General || shape.size() <= kMaxBroadcastRank, args.name, ": binary: broadcasting ",
            a.shapeString(), " against ", b.shapeString(), " needs rank <= ", kMaxBroadcastRank);
+  const Device device = kernelDevice(args, "binary");
+  if (device.isCuda()) {
+    return cuda::binary(device.index, op, a.data<float>(), b.data<float>(), out.data<float>(), out.size(),
+                        deviceIndex(loop, a, b, shape));
+  }
   withBinaryOp(op, [&](auto tag) { runBinary<decltype(tag)::value>(loop, a, b, out); });
 }
 
@@ -220,6 +266,8 @@ void unaryKernel(const KernelArgs& args) {
   HB_CHECK(x.size() == y.size(), args.name, ": unary: input ", x.shapeString(), " and output ", y.shapeString(),
            " differ in size");
   const float c = needsConstant ? float(args.attrs[1]) : 0.0f;
+  const Device device = kernelDevice(args, "unary");
+  if (device.isCuda()) return cuda::unary(device.index, op, c, x.data<float>(), y.data<float>(), x.size());
   const float* px = x.data<float>();
   float* py = y.data<float>();
   withUnaryOp(op, [&](auto tag) {
@@ -242,6 +290,8 @@ void unaryGradKernel(const KernelArgs& args) {
   const Tensor& dx = args.out[0];
   HB_CHECK(dy.size() == v.size() && dy.size() == dx.size(), args.name, ": unary_grad: dy ", dy.shapeString(), ", ",
            unaryGradReadsOutput(op) ? "y " : "x ", v.shapeString(), " and dx ", dx.shapeString(), " differ in size");
+  const Device device = kernelDevice(args, "unary_grad");
+  if (device.isCuda()) return cuda::unaryGrad(device.index, op, dy.data<float>(), v.data<float>(), dx.data<float>(), dx.size());
   const float* pdy = dy.data<float>();
   const float* pv = v.data<float>();
   float* pdx = dx.data<float>();
@@ -255,8 +305,8 @@ void unaryGradKernel(const KernelArgs& args) {
 
 }  // namespace
 
-HB_REGISTER_KERNEL("binary", binaryKernel);
-HB_REGISTER_KERNEL("unary", unaryKernel);
-HB_REGISTER_KERNEL("unary_grad", unaryGradKernel);
+HB_REGISTER_DEVICE_KERNEL("binary", binaryKernel);
+HB_REGISTER_DEVICE_KERNEL("unary", unaryKernel);
+HB_REGISTER_DEVICE_KERNEL("unary_grad", unaryGradKernel);
 
 }  // namespace hb

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/plan_kernel.h"
@@ -40,6 +41,8 @@ void dotInteractionKernel(const KernelArgs& args) {
   const int64_t batch = t.shape[0];
   HB_CHECK(z.shape.size() == 2 && z.shape[0] == batch && z.shape[1] == pairs, args.name,
            ": dot_interaction: the output has shape ", z.shapeString(), ", expected [", batch, ", ", pairs, "]");
+  const Device device = kernelDevice(args, "dot_interaction");
+  if (device.isCuda()) return cuda::dotInteraction(device.index, t.data<float>(), z.data<float>(), batch, features, width);
   const float* pt = t.data<float>();
   float* pz = z.data<float>();
   const int64_t rowWork = std::max<int64_t>(1, pairs * width);
@@ -68,6 +71,11 @@ void dotInteractionGradKernel(const KernelArgs& args) {
            ": dot_interaction_grad: dZ has shape ", dz.shapeString(), ", expected [", batch, ", ", pairs, "]");
   HB_CHECK(dt.shape == t.shape, args.name, ": dot_interaction_grad: the output has shape ", dt.shapeString(),
            ", expected T's ", t.shapeString());
+  const Device device = kernelDevice(args, "dot_interaction_grad");
+  if (device.isCuda()) {
+    return cuda::dotInteractionGrad(device.index, dz.data<float>(), t.data<float>(), dt.data<float>(), batch, features,
+                                    width);
+  }
   const float* pdz = dz.data<float>();
   const float* pt = t.data<float>();
   float* pdt = dt.data<float>();
@@ -84,7 +92,7 @@ void dotInteractionGradKernel(const KernelArgs& args) {
 
 }  // namespace
 
-HB_REGISTER_KERNEL("dot_interaction", dotInteractionKernel);
-HB_REGISTER_KERNEL("dot_interaction_grad", dotInteractionGradKernel);
+HB_REGISTER_DEVICE_KERNEL("dot_interaction", dotInteractionKernel);
+HB_REGISTER_DEVICE_KERNEL("dot_interaction_grad", dotInteractionGradKernel);
 
 }  // namespace hb

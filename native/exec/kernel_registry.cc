@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -11,25 +12,58 @@ namespace {
 
 // A function-local static: registrations run during static initialisation, in any
 // order across files.
-std::map<std::string, KernelFn>& registry() {
-  static std::map<std::string, KernelFn> kernels;
+std::map<std::string, KernelEntry>& registry() {
+  static std::map<std::string, KernelEntry> kernels;
   return kernels;
+}
+
+Tensor hostCopyOf(const Tensor& t) {
+  Tensor copy{Buffer::allocate(Device::cpu(), std::max<size_t>(t.bytes(), 1)), t.dtype, t.shape};
+  if (t.bytes()) copyBytes(copy.buffer->data(), Device::cpu(), t.buffer->data(), t.device(), t.bytes());
+  return copy;
 }
 
 }  // namespace
 
-bool registerKernel(const char* name, KernelFn fn) {
-  if (!registry().emplace(name, fn).second) {
+bool registerKernel(const char* name, KernelFn fn, bool runsOnCuda) {
+  if (!registry().emplace(name, KernelEntry{fn, runsOnCuda}).second) {
     std::fprintf(stderr, "hb-ts: kernel '%s' registered twice\n", name);
     std::abort();
   }
   return true;
 }
 
-KernelFn findKernel(const std::string& name) {
+KernelEntry findKernel(const std::string& name) {
   auto it = registry().find(name);
   HB_CHECK(it != registry().end(), "no kernel named '", name, "'");
   return it->second;
+}
+
+Device kernelDevice(const KernelArgs& args, const char* kernel) {
+  const Tensor* first = nullptr;
+  for (const auto* list : {&args.in, &args.out}) {
+    for (const Tensor& t : *list) {
+      if (first == nullptr) first = &t;
+      HB_CHECK(t.device() == first->device(), args.name, ": kernel ", kernel, " has tensors on ", first->device().str(),
+               " and on ", t.device().str(), "; they must all be on one device");
+    }
+  }
+  return first ? first->device() : Device::cpu();
+}
+
+void runKernel(const KernelEntry& kernel, const KernelArgs& args) {
+  const Device device = kernelDevice(args, args.name.c_str());
+  if (!device.isCuda() || kernel.runsOnCuda) return kernel.fn(args);
+  // Outputs are copied in too: accumulators are read before they are written.
+  KernelArgs host{{}, {}, args.attrs, args.name};
+  for (const Tensor& t : args.in) host.in.push_back(hostCopyOf(t));
+  for (const Tensor& t : args.out) host.out.push_back(hostCopyOf(t));
+  kernel.fn(host);
+  for (size_t i = 0; i < args.out.size(); ++i) {
+    if (args.out[i].bytes()) {
+      copyBytes(args.out[i].buffer->data(), device, host.out[i].buffer->data(), Device::cpu(), args.out[i].bytes());
+    }
+  }
 }
 
 void checkArity(const KernelArgs& args, size_t ins, size_t outs, const char* kernel) {

@@ -1,7 +1,10 @@
 // Loss kernels: tf.nn.sigmoid_cross_entropy_with_logits and its gradient, and the
-// weighted mean tf.losses reduces with (SUM_BY_NONZERO_WEIGHTS, TF 1.15's default).
+// weighted mean tf.losses reduces with (SUM_BY_NONZERO_WEIGHTS, TF 1.15's default). The
+// weighted mean counts nonzero weights, data the step's shape depends on, so on a GPU
+// it runs on host copies (a batch of floats each way).
 #include <cstdint>
 
+#include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/plan_kernel.h"
@@ -22,6 +25,10 @@ void sigmoidXentKernel(const KernelArgs& args) {
   HB_CHECK(labels.size() == logits.size() && out.size() == logits.size(), args.name, ": sigmoid_xent: labels ",
            labels.shapeString(), ", logits ", logits.shapeString(), " and output ", out.shapeString(),
            " differ in size");
+  const Device device = kernelDevice(args, "sigmoid_xent");
+  if (device.isCuda()) {
+    return cuda::sigmoidCrossEntropy(device.index, labels.data<float>(), logits.data<float>(), out.data<float>(), out.size());
+  }
   const float* z = labels.data<float>();
   const float* x = logits.data<float>();
   float* y = out.data<float>();
@@ -40,6 +47,11 @@ void sigmoidXentGradKernel(const KernelArgs& args) {
   HB_CHECK(dy.size() == logits.size() && labels.size() == logits.size() && out.size() == logits.size(), args.name,
            ": sigmoid_xent_grad: dy ", dy.shapeString(), ", labels ", labels.shapeString(), ", logits ",
            logits.shapeString(), " and output ", out.shapeString(), " differ in size");
+  const Device device = kernelDevice(args, "sigmoid_xent_grad");
+  if (device.isCuda()) {
+    return cuda::sigmoidCrossEntropyGrad(device.index, dy.data<float>(), labels.data<float>(), logits.data<float>(),
+                                         out.data<float>(), out.size());
+  }
   const float* g = dy.data<float>();
   const float* z = labels.data<float>();
   const float* x = logits.data<float>();
@@ -115,8 +127,8 @@ void weightedMeanGradKernel(const KernelArgs& args) {
 
 }  // namespace
 
-HB_REGISTER_KERNEL("sigmoid_xent", sigmoidXentKernel);
-HB_REGISTER_KERNEL("sigmoid_xent_grad", sigmoidXentGradKernel);
+HB_REGISTER_DEVICE_KERNEL("sigmoid_xent", sigmoidXentKernel);
+HB_REGISTER_DEVICE_KERNEL("sigmoid_xent_grad", sigmoidXentGradKernel);
 HB_REGISTER_KERNEL("weighted_mean", weightedMeanKernel);
 HB_REGISTER_KERNEL("weighted_mean_grad", weightedMeanGradKernel);
 

@@ -4,6 +4,7 @@
 // from several consumers into one buffer that way.
 #include <cstdint>
 
+#include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 #include "native/exec/plan_kernel.h"
 #include "native/kernels/sgemm.h"
@@ -41,6 +42,11 @@ void runMatmul(const KernelArgs& args, const char* kernel, float beta) {
            " must be [", M, ", ", N, "], got ", c.shapeString());
   // Leading dimensions of dense row-major storage; an empty dimension still makes a
   // valid (unused) stride.
+  const Device device = kernelDevice(args, kernel);
+  if (device.isCuda()) {
+    return cuda::sgemm(device.index, transA, transB, M, N, K, 1.0f, a.data<float>(), a.shape[1], b.data<float>(),
+                       b.shape[1], beta, c.data<float>(), N);
+  }
   sgemmCpu(transA, transB, M, N, K, 1.0f, a.data<float>(), a.shape[1], b.data<float>(), b.shape[1], beta,
            c.data<float>(), N);
 }
@@ -51,7 +57,7 @@ void matmulAccumulate(const KernelArgs& args) { runMatmul(args, "matmul_accumula
 
 }  // namespace
 
-HB_REGISTER_KERNEL("matmul", matmul);
-HB_REGISTER_KERNEL("matmul_accumulate", matmulAccumulate);
+HB_REGISTER_DEVICE_KERNEL("matmul", matmul);
+HB_REGISTER_DEVICE_KERNEL("matmul_accumulate", matmulAccumulate);
 
 }  // namespace hb

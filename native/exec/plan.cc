@@ -4,9 +4,10 @@
 #include <chrono>
 #include <cstring>
 
+#include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 #include "native/embedding/embedding_lookup.h"
-#include "native/train/embedding_backward.h"
+#include "native/train/lookup_backward_apply.h"
 #include "native/train/optimizer_apply.h"
 
 namespace hb {
@@ -15,33 +16,21 @@ namespace {
 
 bool validValue(int id, size_t count) { return id >= 0 && size_t(id) < count; }
 
-Tensor hostCopy(const Tensor& t) {
-  Tensor copy{Buffer::allocate(Device::cpu(), std::max<size_t>(t.bytes(), 1)), t.dtype, t.shape};
-  if (t.bytes()) copyBytes(copy.buffer->data(), Device::cpu(), t.buffer->data(), t.device(), t.bytes());
+Tensor copyTo(const Tensor& t, Device device) {
+  Tensor copy{Buffer::allocate(device, std::max<size_t>(t.bytes(), 1)), t.dtype, t.shape};
+  if (t.bytes()) copyBytes(copy.buffer->data(), device, t.buffer->data(), t.device(), t.bytes());
   return copy;
 }
 
-// A tensor made of several host/same-device row blocks, stacked on their first axis.
-Tensor stackRows(const std::vector<Tensor>& parts, DType dtype, int64_t width) {
-  int64_t rows = 0;
-  for (const Tensor& p : parts) rows += p.shape.empty() ? 0 : p.shape[0];
-  const Device device = parts.front().device();
-  Tensor out{Buffer::allocate(device, std::max<size_t>(size_t(rows * width) * dtypeSize(dtype), 1)), dtype,
-             width == 1 && parts.front().shape.size() == 1 ? std::vector<int64_t>{rows}
-                                                            : std::vector<int64_t>{rows, width}};
-  size_t offset = 0;
-  for (const Tensor& p : parts) {
-    if (p.bytes()) copyBytes(static_cast<char*>(out.buffer->data()) + offset, device, p.buffer->data(), device, p.bytes());
-    offset += p.bytes();
-  }
-  return out;
-}
+// `t` in the memory of `device`: itself when it is there already.
+Tensor onDevice(const Tensor& t, Device device) { return t.device() == device ? t : copyTo(t, device); }
 
 }  // namespace
 
-Plan::Plan(std::vector<PlanValue> values, std::vector<Tensor> params, std::vector<PlanFeed> feeds,
+Plan::Plan(Device device, std::vector<PlanValue> values, std::vector<Tensor> params, std::vector<PlanFeed> feeds,
            std::vector<PlanStep> steps, int storageCount)
-    : values_(std::move(values)),
+    : device_(device),
+      values_(std::move(values)),
       params_(std::move(params)),
       feeds_(std::move(feeds)),
       steps_(std::move(steps)),
@@ -52,10 +41,12 @@ Plan::Plan(std::vector<PlanValue> values, std::vector<Tensor> params, std::vecto
 void Plan::validate() {
   const char* what = "plan";
   aliasRoot_.assign(values_.size(), -1);
-  for (const Tensor& p : params_) {
-    HB_CHECK(!p.device().isCuda(), what, ": compiled graphs run on the cpu for now, but a variable is on ",
-             p.device().str());
-  }
+  // Kernels read and write their values in the plan's memory; a table read only by
+  // lookups may also be in host memory.
+  auto checkOnDevice = [&](int p, const std::string& who) {
+    HB_CHECK(params_[p].device() == device_, what, ": ", who, " is on ", params_[p].device().str(),
+             " but the step runs on ", device_.str(), "; make the model's variables on ", device_.str());
+  };
   for (size_t v = 0; v < values_.size(); ++v) {
     const PlanValue& value = values_[v];
     switch (value.kind) {
@@ -66,6 +57,7 @@ void Plan::validate() {
         HB_CHECK(validValue(value.index, params_.size()), what, ": value ", v, " names no variable");
         HB_CHECK(params_[value.index].shape == value.shape && params_[value.index].dtype == value.dtype, what,
                  ": value ", v, " does not match its variable's shape ", params_[value.index].shapeString());
+        checkOnDevice(value.index, "value " + std::to_string(v) + "'s variable");
         break;
       case PlanValue::Kind::Feed:
         HB_CHECK(validValue(value.index, feeds_.size()), what, ": value ", v, " names no feed");
@@ -101,7 +93,7 @@ void Plan::validate() {
     const PlanStep& s = steps_[i];
     switch (s.kind) {
       case PlanStep::Kind::Kernel:
-        HB_CHECK(s.fn != nullptr, what, ": step ", s.name, " has no kernel");
+        HB_CHECK(s.kernel.fn != nullptr, what, ": step ", s.name, " has no kernel");
         checkValues(s.inputs, s);
         checkValues(s.outputs, s);
         for (int id : s.outputs) {
@@ -110,6 +102,8 @@ void Plan::validate() {
         break;
       case PlanStep::Kind::Lookup:
         checkParam(s.table, s);
+        HB_CHECK(params_[s.table].device() == device_ || !params_[s.table].device().isCuda(), what, ": lookup ", s.name,
+                 "'s table is on ", params_[s.table].device().str(), " but the step runs on ", device_.str());
         checkFeed(s.ids, PlanFeed::Kind::Ids, s);
         checkFeed(s.rowSplits, PlanFeed::Kind::RowSplits, s);
         if (s.weights >= 0) checkFeed(s.weights, PlanFeed::Kind::Weights, s);
@@ -125,6 +119,7 @@ void Plan::validate() {
         optimizers = std::max(optimizers, size_t(s.optimizer) + 1);
         if (s.kind == PlanStep::Kind::DenseApply) {
           HB_CHECK(s.grads.size() == 1, what, ": step ", s.name, " takes one gradient");
+          checkOnDevice(s.variable, "the variable " + s.name + " updates");
         } else {
           HB_CHECK(s.grads.size() == s.lookups.size() && !s.lookups.empty(), what, ": step ", s.name,
                    " needs one gradient per lookup");
@@ -193,15 +188,21 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     need[v.index] = std::max(need[v.index], bytes);
   }
   for (size_t s = 0; s < storage_.size(); ++s) {
-    if (!storage_[s] || storage_[s]->bytes() < need[s]) storage_[s] = Buffer::allocate(Device::cpu(), std::max<size_t>(need[s], 1));
+    if (!storage_[s] || storage_[s]->bytes() < need[s]) storage_[s] = Buffer::allocate(device_, std::max<size_t>(need[s], 1));
   }
+  // Dense feeds the kernels read, in the plan's memory (once each, however many read them).
+  std::vector<Tensor> placed(feeds.size());
+  auto placedFeed = [&](int f) -> const Tensor& {
+    if (placed[f].buffer == nullptr) placed[f] = onDevice(feeds[f], device_);
+    return placed[f];
+  };
   std::vector<Tensor> bound(values_.size());
   for (size_t i = 0; i < values_.size(); ++i) {
     const PlanValue& v = values_[i];
     switch (v.kind) {
       case PlanValue::Kind::Temp: bound[i] = Tensor{storage_[v.index], v.dtype, resolve(v.shape, batch)}; break;
       case PlanValue::Kind::Param: bound[i] = params_[v.index]; break;
-      case PlanValue::Kind::Feed: bound[i] = Tensor{feeds[v.index].buffer, v.dtype, resolve(v.shape, batch)}; break;
+      case PlanValue::Kind::Feed: bound[i] = Tensor{placedFeed(v.index).buffer, v.dtype, resolve(v.shape, batch)}; break;
       case PlanValue::Kind::Produced:
       case PlanValue::Kind::Alias: break;
     }
@@ -256,33 +257,27 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     switch (s.kind) {
       case PlanStep::Kind::Kernel: {
         KernelArgs args{gather(s.inputs), gather(s.outputs), s.attrs, s.name};
-        s.fn(args);
+        runKernel(s.kernel, args);
         break;
       }
       case PlanStep::Kind::Lookup: {
         const SparseLookupRequest r = lookupRequest(s);
         checkLookupShapes(r);
-        bound[s.output] = runSparseLookup(r);
+        bound[s.output] = onDevice(runSparseLookup(r), device_);
         break;
       }
       case PlanStep::Kind::SparseApply: {
-        std::vector<Tensor> indices, rows;
+        // Every lookup of the table makes one update (shared embedding columns), as TF
+        // aggregates IndexedSlices before applying them; on a GPU the gradient stays there.
+        std::vector<SparseLookupRequest> lookups;
+        std::vector<Tensor> outGrads;
         for (size_t k = 0; k < s.lookups.size(); ++k) {
-          const SparseLookupRequest r = lookupRequest(steps_[s.lookups[k]]);
-          const Tensor outGrad = valueAt(s.grads[k]);
-          checkLookupBackward(r, outGrad);
-          LookupGradient g = runLookupBackward(r, outGrad);
-          indices.push_back(g.indices);
-          rows.push_back(g.values);
+          lookups.push_back(lookupRequest(steps_[s.lookups[k]]));
+          outGrads.push_back(onDevice(valueAt(s.grads[k]), lookups.back().table.device()));
         }
-        OptimizerApplyRequest a = updateOf(s);
-        a.sparse = true;
-        // Two lookups of one table (shared embedding columns) make one update, as TF
-        // aggregates IndexedSlices before applying them.
-        a.indices = indices.size() == 1 ? indices[0] : stackRows(indices, DType::Int64, 1);
-        a.values = rows.size() == 1 ? rows[0] : stackRows(rows, DType::Float32, a.var.shape[1]);
-        checkOptimizerApply(a);
-        runOptimizerApply(a);
+        const OptimizerApplyRequest a = updateOf(s);
+        checkLookupBackwardApply(lookups, outGrads, a);
+        runLookupBackwardApply(lookups, outGrads, a);
         break;
       }
       case PlanStep::Kind::DenseApply: {
@@ -295,7 +290,9 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     }
   }
   RunResult result;
-  for (int id : fetch) result.fetched.push_back(hostCopy(gather({id})[0]));
+  for (int id : fetch) result.fetched.push_back(copyTo(gather({id})[0], Device::cpu()));
+  // A kernel's failure shows in this step, not in a later one.
+  if (device_.isCuda()) cuda::synchronize(device_.index, "a compiled step");
   result.nativeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -1,6 +1,12 @@
 // A compiled training / evaluation / prediction step: the graph lowered (in TS, by
 // lib/graph/compile.ts) to steps over numbered values. Made once; run once per batch
-// on the host executor, so one training step is one native call. No Node types here.
+// on the executor of the plan's device, so one training step is one native call. No
+// Node types here.
+//
+// On a CUDA device the dense values (temporaries, parameters) live in device memory;
+// the batch's dense feeds are copied there at the start of a run. Embedding tables may
+// stay in host memory (embDevice: 'cpu'): their lookups' outputs are copied to the
+// device and the gradients back.
 #pragma once
 
 #include <memory>
@@ -33,7 +39,7 @@ struct PlanStep {
   Kind kind = Kind::Kernel;
   std::string name;
   // Kernel
-  KernelFn fn = nullptr;
+  KernelEntry kernel;
   std::vector<int> inputs, outputs;
   std::vector<double> attrs;
   // Lookup: table param, ragged feed, output value
@@ -49,7 +55,7 @@ struct PlanStep {
 
 class Plan {
  public:
-  Plan(std::vector<PlanValue> values, std::vector<Tensor> params, std::vector<PlanFeed> feeds,
+  Plan(Device device, std::vector<PlanValue> values, std::vector<Tensor> params, std::vector<PlanFeed> feeds,
        std::vector<PlanStep> steps, int storageCount);
 
   struct RunResult {
@@ -59,18 +65,20 @@ class Plan {
 
   // Checks the feeds against the plan; on the JS thread, before anything is queued.
   void checkFeeds(int64_t batch, const std::vector<Tensor>& feeds) const;
-  // On the host executor. Runs of one plan take turns there, so the reused storage is
-  // never shared between two runs.
+  // On the executor of device(). Runs of one plan take turns there, so the reused
+  // storage is never shared between two runs.
   RunResult run(int64_t batch, const std::vector<Tensor>& feeds, const std::vector<OptimizerHyper>& hypers,
                 const std::vector<int>& fetch);
 
   const std::vector<PlanValue>& values() const { return values_; }
+  Device device() const { return device_; }
   size_t optimizerCount() const { return optimizerCount_; }
 
  private:
   void validate();
   std::vector<int64_t> resolve(const std::vector<int64_t>& shape, int64_t batch) const;
 
+  Device device_;
   std::vector<PlanValue> values_;
   std::vector<Tensor> params_;
   std::vector<PlanFeed> feeds_;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/plan_kernel.h"
@@ -149,6 +150,20 @@ void reduceGeneral(const Runs& runs, const float* in, float* out, int64_t outCou
   });
 }
 
+// The runs as the CUDA kernels take them; throws naming the kernel when there are more
+// than they index.
+cuda::RunLayout deviceRuns(const KernelArgs& args, const char* kernel, const Runs& runs) {
+  HB_CHECK(runs.size.size() <= size_t(cuda::kMaxKernelRank), args.name, ": ", kernel, " on CUDA handles at most ",
+           cuda::kMaxKernelRank, " alternating kept and reduced dims, got ", runs.size.size());
+  cuda::RunLayout layout;
+  layout.rank = int32_t(runs.size.size());
+  for (size_t k = 0; k < runs.size.size(); ++k) {
+    layout.size[k] = runs.size[k];
+    layout.reduced[k] = runs.reduced[k];
+  }
+  return layout;
+}
+
 void reduceToShapeKernel(const KernelArgs& args) {
   checkArity(args, 1, 1, "reduce_to_shape");
   checkFloat32(args, "reduce_to_shape");
@@ -158,6 +173,14 @@ void reduceToShapeKernel(const KernelArgs& args) {
   const float scale = float(attrOr(args, 0, 1.0));
   const float* pin = in.data<float>();
   float* pout = out.data<float>();
+  const Device device = kernelDevice(args, "reduce_to_shape");
+  if (device.isCuda()) {
+    bool reduces = false;
+    for (bool r : runs.reduced) reduces = reduces || r;
+    // Without a reduced dim the CPU copies (keeping a -0.0 as it is); so does the GPU.
+    if (!reduces) return cuda::scaledCopy(device.index, pin, pout, out.size(), scale);
+    return cuda::reduceToShape(device.index, deviceRuns(args, "reduce_to_shape", runs), pin, pout, scale);
+  }
   if (in.size() == 0) {
     // A sum of nothing: zeros (T may still have elements where S has a 0 dim T lacks).
     if (out.size()) std::memset(pout, 0, out.bytes());
@@ -186,6 +209,10 @@ void broadcastToKernel(const KernelArgs& args) {
   const Runs runs = broadcastRuns(args, "broadcast_to", out, in);
   const float scale = float(attrOr(args, 0, 1.0));
   if (out.size() == 0) return;
+  const Device device = kernelDevice(args, "broadcast_to");
+  if (device.isCuda()) {
+    return cuda::broadcastTo(device.index, deviceRuns(args, "broadcast_to", runs), in.data<float>(), out.data<float>(), scale);
+  }
   const float* pin = in.data<float>();
   float* pout = out.data<float>();
   const size_t rank = runs.size.size();
@@ -220,7 +247,7 @@ void broadcastToKernel(const KernelArgs& args) {
 
 }  // namespace
 
-HB_REGISTER_KERNEL("reduce_to_shape", reduceToShapeKernel);
-HB_REGISTER_KERNEL("broadcast_to", broadcastToKernel);
+HB_REGISTER_DEVICE_KERNEL("reduce_to_shape", reduceToShapeKernel);
+HB_REGISTER_DEVICE_KERNEL("broadcast_to", broadcastToKernel);
 
 }  // namespace hb

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/plan_kernel.h"
@@ -32,9 +33,11 @@ int64_t product(const std::vector<int64_t>& shape, size_t first, size_t last) {
 }
 
 // A strided block copy: `rows` rows of `width` floats, from rows `inStride` apart to rows
-// `outStride` apart.
-void copyRows(const float* in, int64_t inStride, float* out, int64_t outStride, int64_t rows, int64_t width) {
+// `outStride` apart, in the memory of `device`.
+void copyRows(Device device, const float* in, int64_t inStride, float* out, int64_t outStride, int64_t rows,
+              int64_t width) {
   if (rows == 0 || width == 0) return;
+  if (device.isCuda()) return cuda::copyRows(device.index, in, inStride, out, outStride, rows, width);
   const int64_t bytes = width * int64_t(sizeof(float));
   parallelFor(rows, std::max<int64_t>(1, kCopyGrain / bytes), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) std::memcpy(out + r * outStride, in + r * inStride, size_t(bytes));
@@ -62,10 +65,11 @@ void concatKernel(const KernelArgs& args) {
   const int64_t outer = product(out.shape, 0, size_t(axis));
   const int64_t inner = product(out.shape, size_t(axis) + 1, rank);
   const int64_t outRow = out.shape[size_t(axis)] * inner;
+  const Device device = kernelDevice(args, "concat");
   int64_t offset = 0;
   for (const Tensor& t : args.in) {
     const int64_t width = t.shape[size_t(axis)] * inner;
-    copyRows(t.data<float>(), width, out.data<float>() + offset, outRow, outer, width);
+    copyRows(device, t.data<float>(), width, out.data<float>() + offset, outRow, outer, width);
     offset += width;
   }
 }
@@ -91,7 +95,7 @@ void sliceAxisKernel(const KernelArgs& args) {
   const int64_t outer = product(in.shape, 0, size_t(axis));
   const int64_t inner = product(in.shape, size_t(axis) + 1, rank);
   const int64_t inRow = in.shape[size_t(axis)] * inner;
-  copyRows(in.data<float>() + int64_t(start) * inner, inRow, out.data<float>(), length * inner, outer, length * inner);
+  copyRows(kernelDevice(args, "slice_axis"), in.data<float>() + int64_t(start) * inner, inRow, out.data<float>(), length * inner, outer, length * inner);
 }
 
 void copyKernel(const KernelArgs& args) {
@@ -102,17 +106,18 @@ void copyKernel(const KernelArgs& args) {
   HB_CHECK(in.size() == out.size(), args.name, ": copy: input ", in.shapeString(), " and output ", out.shapeString(),
            " differ in size");
   if (in.size() == 0 || in.data<float>() == out.data<float>()) return;
+  const Device device = kernelDevice(args, "copy");
   // Copied as rows of a flat view so big copies split across the pool.
   const int64_t width = 4096;
   const int64_t rows = in.size() / width;
-  copyRows(in.data<float>(), width, out.data<float>(), width, rows, width);
-  copyRows(in.data<float>() + rows * width, 0, out.data<float>() + rows * width, 0, 1, in.size() - rows * width);
+  copyRows(device, in.data<float>(), width, out.data<float>(), width, rows, width);
+  copyRows(device, in.data<float>() + rows * width, 0, out.data<float>() + rows * width, 0, 1, in.size() - rows * width);
 }
 
 }  // namespace
 
-HB_REGISTER_KERNEL("concat", concatKernel);
-HB_REGISTER_KERNEL("slice_axis", sliceAxisKernel);
-HB_REGISTER_KERNEL("copy", copyKernel);
+HB_REGISTER_DEVICE_KERNEL("concat", concatKernel);
+HB_REGISTER_DEVICE_KERNEL("slice_axis", sliceAxisKernel);
+HB_REGISTER_DEVICE_KERNEL("copy", copyKernel);
 
 }  // namespace hb

@@ -12,3 +12,17 @@ export function loadedAddonPath(): string {
   const nodeGypBuild = require('node-gyp-build') as { resolve(dir: string): string };
   return nodeGypBuild.resolve(path.resolve(__dirname, '../..'));
 }
+
+/**
+ * Runs the calling file's tests with `device` as the current device (the device state is
+ * the addon's, process-wide), restoring the previous one after. Files that check the CPU
+ * kernels bit for bit pin 'cpu' so a GPU machine's HB_DEVICE=cuda run checks them too.
+ */
+export function pinDevice(device: string): void {
+  let previous = '';
+  beforeAll(() => {
+    previous = hb.currentDevice();
+    hb.setDevice(device);
+  });
+  afterAll(() => hb.setDevice(previous));
+}

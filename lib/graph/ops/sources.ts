@@ -24,7 +24,7 @@ defineOp({
 /** A float32 constant kept in native memory for the plan's life. */
 export function constant(graph: Graph, values: Float32Array | number[], shape: number[], name?: string): SymbolicTensor {
   const array = values instanceof Float32Array ? values : Float32Array.from(values);
-  const t: Tensor = tensor(new Float32Array(array), shape);
+  const t: Tensor = tensor(new Float32Array(array), shape, undefined, { device: graph.device });
   return graph.addNode('constant', [], { tensor: t, shape }, shape, name ?? graph.uniqueName('constant')).output as SymbolicTensor;
 }
 

@@ -1,0 +1,316 @@
+// The dense graph kernels on the GPU: one thread per output element, the per-element
+// math from native/kernels/dense_math.h, so the CPU tests check what runs here. Sums
+// keep the CPU's order (blocks of kSumBlock terms, each summed in order from 0, block
+// sums added in order), so reductions give the CPU's bits; transcendental functions
+// (exp, tanh, log) use CUDA's own and may differ from glibc's in the last place.
+#include <memory>
+#include <type_traits>
+
+#include "cuda/cuda_context.h"
+#include "cuda/dense_kernels.h"
+#include "native/core/buffer.h"
+#include "native/kernels/dense_math.h"
+
+namespace hb {
+namespace cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocksFor(int64_t n) { return unsigned((n + kThreads - 1) / kThreads); }
+
+__device__ int64_t globalIndex() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+
+// Launches are queued on the compute stream; a bad launch is reported at once.
+void launched(const char* what) { check(cudaGetLastError(), what); }
+
+template <BinaryOp Op>
+__global__ void binaryKernel(const float* a, const float* b, float* out, int64_t n, BroadcastIndex index) {
+  const int64_t i = globalIndex();
+  if (i >= n) return;
+  int64_t offsetA = 0, offsetB = 0, rest = i;
+  for (int32_t d = index.rank - 1; d >= 0; --d) {
+    const int64_t at = rest % index.shape[d];
+    rest /= index.shape[d];
+    offsetA += at * index.strideA[d];
+    offsetB += at * index.strideB[d];
+  }
+  out[i] = binaryOf<Op>(a[offsetA], b[offsetB]);
+}
+
+template <UnaryOp Op>
+__global__ void unaryKernel(const float* x, float* y, int64_t n, float constant) {
+  const int64_t i = globalIndex();
+  if (i < n) y[i] = unaryOf<Op>(x[i], constant);
+}
+
+template <UnaryOp Op>
+__global__ void unaryGradKernel(const float* dy, const float* v, float* dx, int64_t n) {
+  const int64_t i = globalIndex();
+  if (i < n) dx[i] = unaryGradOf<Op>(dy[i], v[i]);
+}
+
+template <typename Body>
+void withBinaryOp(int32_t op, Body&& body) {
+  using B = BinaryOp;
+  switch (B(op)) {
+    case B::Add: return body(std::integral_constant<B, B::Add>());
+    case B::Sub: return body(std::integral_constant<B, B::Sub>());
+    case B::Mul: return body(std::integral_constant<B, B::Mul>());
+    case B::Div: return body(std::integral_constant<B, B::Div>());
+    case B::SquaredDifference: return body(std::integral_constant<B, B::SquaredDifference>());
+    case B::Equal: return body(std::integral_constant<B, B::Equal>());
+    case B::Greater: return body(std::integral_constant<B, B::Greater>());
+    case B::Maximum: return body(std::integral_constant<B, B::Maximum>());
+  }
+  fail("binary: op ", op, " has no CUDA kernel");
+}
+
+template <typename Body>
+void withUnaryOp(int32_t op, Body&& body) {
+  using U = UnaryOp;
+  switch (U(op)) {
+    case U::Relu: return body(std::integral_constant<U, U::Relu>());
+    case U::Sigmoid: return body(std::integral_constant<U, U::Sigmoid>());
+    case U::Tanh: return body(std::integral_constant<U, U::Tanh>());
+    case U::Neg: return body(std::integral_constant<U, U::Neg>());
+    case U::Scale: return body(std::integral_constant<U, U::Scale>());
+    case U::Exp: return body(std::integral_constant<U, U::Exp>());
+    case U::Log: return body(std::integral_constant<U, U::Log>());
+    case U::Square: return body(std::integral_constant<U, U::Square>());
+    case U::Sqrt: return body(std::integral_constant<U, U::Sqrt>());
+    case U::AddConstant: return body(std::integral_constant<U, U::AddConstant>());
+  }
+  fail("unary: op ", op, " has no CUDA kernel");
+}
+
+// Row-major strides of the runs, and the offset of an index split over the runs of one
+// kind (kept or reduced), last run fastest.
+struct RunStrides {
+  int32_t rank = 0;
+  int64_t size[kMaxKernelRank] = {};
+  int64_t stride[kMaxKernelRank] = {};
+  bool reduced[kMaxKernelRank] = {};
+};
+
+RunStrides stridesOf(const RunLayout& runs) {
+  RunStrides s;
+  s.rank = runs.rank;
+  int64_t step = 1;
+  for (int32_t k = runs.rank - 1; k >= 0; --k) {
+    s.size[k] = runs.size[k];
+    s.reduced[k] = runs.reduced[k];
+    s.stride[k] = step;
+    step *= runs.size[k];
+  }
+  return s;
+}
+
+__device__ int64_t offsetOver(const RunStrides& s, bool reduced, int64_t index) {
+  int64_t offset = 0;
+  for (int32_t k = s.rank - 1; k >= 0; --k) {
+    if (s.reduced[k] != reduced) continue;
+    offset += (index % s.size[k]) * s.stride[k];
+    index /= s.size[k];
+  }
+  return offset;
+}
+
+// partial[block * outputs + o]: the in-order sum of output o's terms in that block.
+// Adjacent threads take adjacent outputs, so column sums read contiguous memory.
+__global__ void reduceBlocks(RunStrides s, const float* in, float* partial, int64_t outputs, int64_t terms,
+                             int64_t blocks) {
+  const int64_t t = globalIndex();
+  if (t >= outputs * blocks) return;
+  const int64_t o = t % outputs;
+  const int64_t block = t / outputs;
+  const int64_t base = offsetOver(s, false, o);
+  const int64_t first = block * kSumBlock;
+  const int64_t last = first + kSumBlock < terms ? first + kSumBlock : terms;
+  float sum = 0.0f;
+  for (int64_t j = first; j < last; ++j) sum = addRn(sum, in[base + offsetOver(s, true, j)]);
+  partial[t] = sum;
+}
+
+__global__ void reduceCombine(const float* partial, float* out, int64_t outputs, int64_t blocks, float scale) {
+  const int64_t o = globalIndex();
+  if (o >= outputs) return;
+  float total = 0.0f;
+  for (int64_t b = 0; b < blocks; ++b) total = addRn(total, partial[b * outputs + o]);
+  out[o] = mulRn(total, scale);
+}
+
+// out (all runs) from in (the kept runs only, row-major).
+__global__ void broadcastKernel(RunStrides s, RunStrides keptStrides, const float* in, float* out, int64_t n,
+                                float scale) {
+  const int64_t e = globalIndex();
+  if (e >= n) return;
+  int64_t offset = 0, rest = e;
+  for (int32_t k = s.rank - 1; k >= 0; --k) {
+    const int64_t at = rest % s.size[k];
+    rest /= s.size[k];
+    if (!s.reduced[k]) offset += at * keptStrides.stride[k];
+  }
+  out[e] = mulRn(in[offset], scale);
+}
+
+__global__ void scaledCopyKernel(const float* in, float* out, int64_t n, float scale) {
+  const int64_t i = globalIndex();
+  if (i < n) out[i] = mulRn(in[i], scale);
+}
+
+__global__ void sigmoidXentKernel(const float* z, const float* x, float* y, int64_t n) {
+  const int64_t i = globalIndex();
+  if (i < n) y[i] = hb::sigmoidCrossEntropy(z[i], x[i]);
+}
+
+__global__ void sigmoidXentGradKernel(const float* dy, const float* z, const float* x, float* dx, int64_t n) {
+  const int64_t i = globalIndex();
+  if (i < n) dx[i] = hb::sigmoidCrossEntropyGrad(dy[i], z[i], x[i]);
+}
+
+// One thread per (example, i, j); pairs with j >= i have no output.
+__global__ void dotInteractionKernel(const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
+  const int64_t e = globalIndex();
+  if (e >= batch * features * features) return;
+  const int64_t j = e % features;
+  const int64_t i = (e / features) % features;
+  const int64_t b = e / (features * features);
+  if (j >= i) return;
+  const float* row = t + b * features * width;
+  z[b * interactionPairCount(features) + interactionPairIndex(i, j)] = dotInOrder(row + i * width, row + j * width, width);
+}
+
+// One thread per (example, i, k): dT[b, i, k].
+__global__ void dotInteractionGradKernel(const float* dz, const float* t, float* dt, int64_t batch, int64_t features,
+                                         int64_t width) {
+  const int64_t e = globalIndex();
+  if (e >= batch * features * width) return;
+  const int64_t k = e % width;
+  const int64_t i = (e / width) % features;
+  const int64_t b = e / (features * width);
+  const int64_t rowOffset = b * features * width;
+  // hb::, not this namespace's launcher of the same name.
+  hb::dotInteractionGrad(dz + b * interactionPairCount(features), t + rowOffset, features, width, i, k, k + 1,
+                     dt + rowOffset + i * width);
+}
+
+cudaStream_t computeStream(int device) { return useDevice(device).compute; }
+
+}  // namespace
+
+void binary(int device, int32_t op, const float* a, const float* b, float* out, int64_t n, const BroadcastIndex& index) {
+  if (n == 0) return;
+  cudaStream_t stream = computeStream(device);
+  withBinaryOp(op, [&](auto tag) {
+    binaryKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, stream>>>(a, b, out, n, index);
+  });
+  launched("binary");
+}
+
+void unary(int device, int32_t op, float constant, const float* x, float* y, int64_t n) {
+  if (n == 0) return;
+  cudaStream_t stream = computeStream(device);
+  withUnaryOp(op, [&](auto tag) {
+    unaryKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, stream>>>(x, y, n, constant);
+  });
+  launched("unary");
+}
+
+void unaryGrad(int device, int32_t op, const float* dy, const float* v, float* dx, int64_t n) {
+  if (n == 0) return;
+  cudaStream_t stream = computeStream(device);
+  withUnaryOp(op, [&](auto tag) {
+    unaryGradKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, stream>>>(dy, v, dx, n);
+  });
+  launched("unary_grad");
+}
+
+void reduceToShape(int device, const RunLayout& runs, const float* in, float* out, float scale) {
+  const RunStrides s = stridesOf(runs);
+  int64_t outputs = 1, terms = 1;
+  for (int32_t k = 0; k < runs.rank; ++k) (runs.reduced[k] ? terms : outputs) *= runs.size[k];
+  if (outputs == 0) return;
+  cudaStream_t stream = computeStream(device);
+  const int64_t blocks = (terms + kSumBlock - 1) / kSumBlock;
+  if (blocks == 0) {
+    // A reduced dim of size 0: sums of nothing, +0 like the CPU's memset.
+    check(cudaMemsetAsync(out, 0, size_t(outputs) * sizeof(float), stream), "reduce_to_shape");
+    return;
+  }
+  // Freed in stream order, after the kernels queued here have read it.
+  std::shared_ptr<Buffer> partial = Buffer::allocate(Device::cuda(device), size_t(blocks * outputs) * sizeof(float));
+  float* sums = static_cast<float*>(partial->data());
+  reduceBlocks<<<blocksFor(outputs * blocks), kThreads, 0, stream>>>(s, in, sums, outputs, terms, blocks);
+  launched("reduce_to_shape");
+  reduceCombine<<<blocksFor(outputs), kThreads, 0, stream>>>(sums, out, outputs, blocks, scale);
+  launched("reduce_to_shape");
+}
+
+void broadcastTo(int device, const RunLayout& runs, const float* in, float* out, float scale) {
+  const RunStrides s = stridesOf(runs);
+  // Strides of `in`, which holds the kept runs only.
+  RunStrides kept;
+  kept.rank = runs.rank;
+  int64_t step = 1, n = 1;
+  for (int32_t k = runs.rank - 1; k >= 0; --k) {
+    n *= runs.size[k];
+    if (runs.reduced[k]) continue;
+    kept.stride[k] = step;
+    step *= runs.size[k];
+  }
+  if (n == 0) return;
+  broadcastKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(s, kept, in, out, n, scale);
+  launched("broadcast_to");
+}
+
+void scaledCopy(int device, const float* in, float* out, int64_t n, float scale) {
+  if (n == 0) return;
+  scaledCopyKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(in, out, n, scale);
+  launched("scaled copy");
+}
+
+void copyRows(int device, const float* in, int64_t inStride, float* out, int64_t outStride, int64_t rows, int64_t width) {
+  if (rows == 0 || width == 0) return;
+  const size_t f = sizeof(float);
+  check(cudaMemcpy2DAsync(out, size_t(outStride) * f, in, size_t(inStride) * f, size_t(width) * f, size_t(rows),
+                          cudaMemcpyDeviceToDevice, computeStream(device)),
+        "copy rows");
+}
+
+void sigmoidCrossEntropy(int device, const float* labels, const float* logits, float* out, int64_t n) {
+  if (n == 0) return;
+  sigmoidXentKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(labels, logits, out, n);
+  launched("sigmoid_xent");
+}
+
+void sigmoidCrossEntropyGrad(int device, const float* dy, const float* labels, const float* logits, float* dx, int64_t n) {
+  if (n == 0) return;
+  sigmoidXentGradKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(dy, labels, logits, dx, n);
+  launched("sigmoid_xent_grad");
+}
+
+void dotInteraction(int device, const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
+  const int64_t n = batch * features * features;
+  if (n == 0 || features < 2) return;
+  dotInteractionKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(t, z, batch, features, width);
+  launched("dot_interaction");
+}
+
+void dotInteractionGrad(int device, const float* dz, const float* t, float* dt, int64_t batch, int64_t features,
+                        int64_t width) {
+  const int64_t n = batch * features * width;
+  if (n == 0) return;
+  dotInteractionGradKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(dz, t, dt, batch, features, width);
+  launched("dot_interaction_grad");
+}
+
+void synchronize(int device, const char* what) {
+  cudaStream_t stream = computeStream(device);
+  check(cudaGetLastError(), what);
+  check(cudaStreamSynchronize(stream), what);
+}
+
+}  // namespace cuda
+}  // namespace hb
