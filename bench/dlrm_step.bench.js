@@ -5,7 +5,7 @@
 // feed building, hooks: should be near zero), and the ratio to PyTorch's CPU step on
 // the same shapes and thread count when /usr/bin/python3 has torch.
 //
-//   node bench/dlrm_step.bench.js [--rows 100000] [--dim 64] [--batch 4096] [--steps 20]
+//   [HB_DEVICE=cpu|cuda|cuda:N] node bench/dlrm_step.bench.js [--rows 100000] [--dim 64] [--batch 4096] [--steps 20]
 'use strict';
 const path = require('path');
 const { spawnSync } = require('child_process');

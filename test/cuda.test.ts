@@ -1,5 +1,5 @@
 // CUDA against CPU on the same inputs. Runs where a CUDA device is usable
-// (HB_DEVICE=cuda on a GPU machine, see ../shared/gpu/README.md); skipped elsewhere.
+// (HB_DEVICE=cuda on a GPU machine, a CUDA build: `npm install` where nvcc is found); skipped elsewhere.
 import * as hb from '../lib';
 import { describeCuda } from './support/devices';
 import { farmhashSelfTestCases, farmhashSelfTestColumn, farmhashTestData } from './support/farmhash_selftest';

@@ -159,6 +159,16 @@ describe('Estimator predict and errors', () => {
     expect(batches.map((b) => (b.probs as Float32Array).length)).toEqual([256, 256, 88]);
   });
 
+  test("RunConfig's device is checked when the config is made, and the model's variables live there", async () => {
+    expect(() => new hb.estimator.RunConfig({ device: 'tpu' as hb.DeviceSpec })).toThrow(/RunConfig: device.*'tpu'/);
+    if (hb.backend().cuda.deviceCount === 0) expect(() => new hb.estimator.RunConfig({ device: 'cuda' })).toThrow(/RunConfig: device/);
+    const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: new hb.estimator.RunConfig({ device: 'cpu', log: () => undefined, progressBar: false }) });
+    expect(est.device).toBe('cpu');
+    await est.train(dataset(512, TRAIN), { steps: 1 });
+    expect(est.variables.size).toBeGreaterThan(0);
+    for (const v of est.variables.values()) expect(v.device).toBe('cpu');
+  });
+
   test('a TRAIN spec without a loss is an Error', async () => {
     const est = new hb.estimator.Estimator({
       modelFn: (features, _labels, mode) => hb.estimator.EstimatorSpec({ mode, predictions: fc.DenseFeatures(columns().dense)(features) }),

@@ -37,7 +37,7 @@ async function train(configFile: string | undefined): Promise<void> {
   });
   const estimator = new Estimator({ modelFn, modelDir: config.modelDir, config: new RunConfig({ logStepCountSteps: 50, saveCheckpointsSteps: config.modelDir ? 500 : undefined }) });
   const maxSteps = config.maxSteps ?? Math.floor(config.trainSamples / config.batchSize);
-  console.log(`hb-ts train: DLRM, ${config.tables.length} tables x ${config.embeddingDim}, bottom [${config.bottomMlp}], top [${config.topMlp}], batch ${config.batchSize}, ${maxSteps} steps, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
+  console.log(`hb-ts train: DLRM, ${config.tables.length} tables x ${config.embeddingDim}, bottom [${config.bottomMlp}], top [${config.topMlp}], batch ${config.batchSize}, ${maxSteps} steps on ${estimator.device}, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
   const started = Date.now();
   const result = await trainAndEvaluate(
     estimator,

@@ -18,10 +18,10 @@ export function loadedAddonPath(): string {
  * the addon's, process-wide), restoring the previous one after. Files that check the CPU
  * kernels bit for bit pin 'cpu' so a GPU machine's HB_DEVICE=cuda run checks them too.
  */
-export function pinDevice(device: string): void {
-  let previous = '';
+export function pinDevice(device: hb.DeviceSpec): void {
+  let previous: hb.DeviceSpec = 'cpu';
   beforeAll(() => {
-    previous = hb.currentDevice();
+    previous = hb.currentDevice() as hb.DeviceSpec;
     hb.setDevice(device);
   });
   afterAll(() => hb.setDevice(previous));

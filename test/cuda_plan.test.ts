@@ -1,0 +1,350 @@
+// Compiled steps on a GPU against the same steps on the CPU. Runs where a CUDA device is
+// usable (HB_DEVICE=cuda on a GPU machine, a CUDA build: `npm install` where nvcc is found); skipped elsewhere.
+// graph_kernels.test.ts and matmul_kernel.test.ts check the CPU kernels against plain-JS
+// references; here each CUDA kernel must give the CPU's bits where both round the same
+// float operations in the same order (CMakeLists.txt: no FMA contraction on either side),
+// and stay within libm / cuBLAS tolerances where they cannot (exp, log, tanh, GEMM).
+import * as hb from '../lib';
+import { native, NativeTensorHandle } from '../lib/native';
+import { describeCuda } from './support/devices';
+import { randomSource } from './support/reference';
+
+const OP = 'model/layer_1/op';
+type Input = [ArrayLike<number>, number[]];
+interface Result {
+  device: string;
+  shape: number[];
+  values: Float32Array;
+}
+
+const size = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
+
+function broadcastShape(a: number[], b: number[]): number[] {
+  const rank = Math.max(a.length, b.length);
+  return Array.from({ length: rank }, (_, k) => {
+    const da = k < rank - a.length ? 1 : a[k - (rank - a.length)];
+    const db = k < rank - b.length ? 1 : b[k - (rank - b.length)];
+    return da === 1 ? db : da;
+  });
+}
+
+function randomValues(random: () => number, n: number, lo = -2, hi = 2): Float32Array {
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = lo + (hi - lo) * random();
+  return out;
+}
+
+const place = (device: string, [values, shape]: Input) => hb.tensor(Float32Array.from(values), shape, undefined, { device }).handle;
+
+async function read(handles: NativeTensorHandle[]): Promise<Result[]> {
+  return Promise.all(
+    handles.map(async (h) => {
+      const t = new hb.Tensor(h);
+      return { device: t.device, shape: [...t.shape], values: (await t.data()) as Float32Array };
+    }),
+  );
+}
+
+/**
+ * The kernel on the CPU and on the GPU with the same inputs. `outputs`: shapes (zeroed
+ * outputs made on the inputs' device) or initial values (accumulators).
+ */
+async function onBoth(kernel: string, inputs: Input[], outputs: Array<number[] | Input>, attrs: number[] = []) {
+  const results: Result[][] = [];
+  for (const device of ['cpu', 'cuda']) {
+    const outs = outputs.map((o) => (o.length === 2 && Array.isArray(o[1]) && typeof o[0] !== 'number' ? place(device, o as Input) : (o as number[])));
+    results.push(await read(await native.kernelRun(kernel, inputs.map((i) => place(device, i)), outs, attrs, OP)));
+  }
+  const [cpu, gpu] = results;
+  for (const g of gpu) expect(g.device).toBe('cuda:0');
+  expect(gpu.map((g) => g.shape)).toEqual(cpu.map((c) => c.shape));
+  return { cpu, gpu };
+}
+
+function expectSameBits(gpu: Result[], cpu: Result[]) {
+  for (let o = 0; o < cpu.length; o++) {
+    const a = gpu[o].values;
+    const e = cpu[o].values;
+    expect(a.length).toBe(e.length);
+    for (let i = 0; i < e.length; i++) {
+      if (!Object.is(a[i], e[i]) && !(a[i] === e[i]) && !(Number.isNaN(a[i]) && Number.isNaN(e[i]))) {
+        throw new Error(`output ${o}, element ${i}: GPU ${a[i]}, CPU ${e[i]}`);
+      }
+    }
+  }
+}
+
+function expectClose(gpu: Result[], cpu: Result[], relative: number, absolute: number) {
+  for (let o = 0; o < cpu.length; o++) {
+    const a = gpu[o].values;
+    const e = cpu[o].values;
+    expect(a.length).toBe(e.length);
+    for (let i = 0; i < e.length; i++) {
+      if (a[i] === e[i] || (Number.isNaN(a[i]) && Number.isNaN(e[i]))) continue;
+      if (!(Math.abs(a[i] - e[i]) <= absolute + relative * Math.abs(e[i]))) throw new Error(`output ${o}, element ${i}: GPU ${a[i]}, CPU ${e[i]}`);
+    }
+  }
+}
+
+describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
+  test('binary: every op under every broadcast pattern, bit for bit', async () => {
+    const shapes: Array<[number[], number[]]> = [
+      [[3, 4], [3, 4]],
+      [[300, 257], [257]],
+      [[300, 257], [300, 1]],
+      [[2, 3], []],
+      [[1], [2, 3]],
+      [[60, 1, 257], [7, 1]],
+      [[3], [5, 3]],
+      [[2, 1, 2, 1, 3, 1], [2, 1, 2, 1, 2]],
+    ];
+    const random = randomSource(1);
+    for (const [aShape, bShape] of shapes) {
+      const a = randomValues(random, size(aShape));
+      const b = randomValues(random, size(bShape));
+      for (let i = 0; i < Math.min(a.length, b.length); i += 3) a[i] = b[i]; // ties for equal / greater / maximum
+      for (let op = 0; op < 8; op++) {
+        const { cpu, gpu } = await onBoth('binary', [[a, aShape], [b, bShape]], [broadcastShape(aShape, bShape)], [op]);
+        expectSameBits(gpu, cpu);
+      }
+    }
+  });
+
+  test('unary and unary_grad: exact where the op is IEEE arithmetic, within 2e-6 for libm functions', async () => {
+    const domains: Array<[number, number]> = [[-3, 3], [-20, 20], [-3, 3], [-3, 3], [-3, 3], [-5, 5], [0.01, 10], [-3, 3], [0, 10], [-3, 3]];
+    const libm = new Set([1, 2, 5, 6]); // sigmoid, tanh, exp, log
+    const random = randomSource(2);
+    const n = 40000;
+    for (let op = 0; op < domains.length; op++) {
+      const x = randomValues(random, n, ...domains[op]);
+      x[0] = Number.NaN;
+      const { cpu, gpu } = await onBoth('unary', [[x, [200, 200]]], [[n]], [op, 0.37]);
+      if (libm.has(op)) expectClose(gpu, cpu, 2e-6, 1e-7);
+      else expectSameBits(gpu, cpu);
+    }
+    for (const op of [0, 1, 2, 5, 6, 7, 8]) {
+      const v = randomValues(random, n, 0.01, 3);
+      const dy = randomValues(random, n);
+      const { cpu, gpu } = await onBoth('unary_grad', [[dy, [n]], [v, [n]]], [[n]], [op]);
+      expectSameBits(gpu, cpu);
+    }
+  });
+
+  test('reduce_to_shape and broadcast_to: blocked sums in the CPU order, bit for bit', async () => {
+    const cases: Array<[number[], number[], number?]> = [
+      [[4096, 512], [512]],
+      [[9000, 3], [3]],
+      [[9000, 300], [1, 300]],
+      [[3, 9000], [3, 1]],
+      [[100000], []],
+      [[10, 3, 5000], [1, 3, 1]],
+      [[2, 3, 4, 5], [3, 1, 5]],
+      [[7, 5], [1, 1], 1 / 35],
+      [[0, 4], [4]],
+    ];
+    const random = randomSource(3);
+    for (const [s, t, scale] of cases) {
+      const attrs = scale === undefined ? [] : [scale];
+      const reduced = await onBoth('reduce_to_shape', [[randomValues(random, size(s)), s]], [t], attrs);
+      expectSameBits(reduced.gpu, reduced.cpu);
+      const broadcast = await onBoth('broadcast_to', [[randomValues(random, size(t)), t]], [s], attrs);
+      expectSameBits(broadcast.gpu, broadcast.cpu);
+    }
+  });
+
+  test('concat, slice_axis and copy move the same values', async () => {
+    const random = randomSource(4);
+    const parts: Input[] = [[randomValues(random, 64 * 13), [64, 13]], [randomValues(random, 64 * 8 * 26), [64, 208]], [randomValues(random, 64), [64, 1]]];
+    const joined = await onBoth('concat', parts, [[64, 222]], [1]);
+    expectSameBits(joined.gpu, joined.cpu);
+    const sliced = await onBoth('slice_axis', [[joined.cpu[0].values, [64, 222]]], [[64, 208]], [1, 13]);
+    expectSameBits(sliced.gpu, sliced.cpu);
+    expect(Array.from(sliced.gpu[0].values)).toEqual(Array.from(parts[1][0]));
+    const rows = await onBoth('concat', [[randomValues(random, 6), [2, 3]], [randomValues(random, 3), [1, 3]]], [[3, 3]], [0]);
+    expectSameBits(rows.gpu, rows.cpu);
+    const copied = await onBoth('copy', [[parts[1][0], [64, 208]]], [[1, 64 * 208]]);
+    expectSameBits(copied.gpu, copied.cpu);
+  });
+
+  test('sigmoid cross-entropy and its gradient', async () => {
+    const random = randomSource(5);
+    const n = 5000;
+    const labels = Float32Array.from({ length: n }, () => (random() < 0.3 ? 1 : 0));
+    const logits = randomValues(random, n, -30, 30);
+    logits.set([100, -100, 0, 90], 0);
+    const forward = await onBoth('sigmoid_xent', [[labels, [n]], [logits, [n]]], [[n]]);
+    expectClose(forward.gpu, forward.cpu, 2e-6, 1e-7);
+    const backward = await onBoth('sigmoid_xent_grad', [[randomValues(random, n), [n]], [labels, [n]], [logits, [n]]], [[n]]);
+    expectClose(backward.gpu, backward.cpu, 2e-6, 1e-7);
+  });
+
+  test('dot_interaction and its gradient, bit for bit', async () => {
+    const random = randomSource(6);
+    for (const [batch, features, width] of [[1, 3, 2], [64, 27, 64], [257, 5, 3]]) {
+      const pairs = (features * (features - 1)) / 2;
+      const t = randomValues(random, batch * features * width);
+      const forward = await onBoth('dot_interaction', [[t, [batch, features * width]]], [[batch, pairs]], [features]);
+      expectSameBits(forward.gpu, forward.cpu);
+      const backward = await onBoth('dot_interaction_grad', [[randomValues(random, batch * pairs), [batch, pairs]], [t, [batch, features * width]]], [[batch, features * width]], [features]);
+      expectSameBits(backward.gpu, backward.cpu);
+    }
+  });
+
+  test('matmul and matmul_accumulate through cuBLAS, every transpose, within 1e-5 of the sum of |products|', async () => {
+    const random = randomSource(7);
+    for (const [m, n, k] of [[45, 70, 300], [4096, 512, 13], [1, 1, 1], [3, 4, 0]]) {
+      for (const [transA, transB] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
+        const a = randomValues(random, m * k, -1, 1);
+        const b = randomValues(random, k * n, -1, 1);
+        const aShape = transA ? [k, m] : [m, k];
+        const bShape = transB ? [n, k] : [k, n];
+        const at = (i: number, p: number) => (transA ? a[p * m + i] : a[i * k + p]);
+        const bt = (p: number, j: number) => (transB ? b[j * k + p] : b[p * n + j]);
+        const c0 = randomValues(random, m * n);
+        for (const kernel of ['matmul', 'matmul_accumulate']) {
+          const out: number[] | Input = kernel === 'matmul' ? [m, n] : [c0, [m, n]];
+          const { cpu, gpu } = await onBoth(kernel, [[a, aShape], [b, bShape]], [out], [transA, transB]);
+          for (let i = 0; i < m; i += Math.max(1, m >> 6)) {
+            for (let j = 0; j < n; j++) {
+              let scale = kernel === 'matmul' ? 0 : Math.abs(c0[i * n + j]);
+              for (let p = 0; p < k; p++) scale += Math.abs(at(i, p) * bt(p, j));
+              const e = i * n + j;
+              if (!(Math.abs(gpu[0].values[e] - cpu[0].values[e]) <= 1e-5 * scale + 1e-30)) {
+                throw new Error(`${kernel} ${m}x${n}x${k} trans ${transA}${transB}: C[${i}, ${j}] GPU ${gpu[0].values[e]}, CPU ${cpu[0].values[e]}`);
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+
+  test('host-only kernels (metrics, weighted mean, assert_finite) take CUDA tensors and agree with the CPU', async () => {
+    const random = randomSource(8);
+    const n = 3000;
+    const labels = Float32Array.from({ length: n }, () => (random() < 0.4 ? 1 : 0));
+    const predictions = randomValues(random, n, 0, 1);
+    const weights = randomValues(random, n, 0, 2);
+    const thresholds = Float32Array.from({ length: 200 }, (_, i) => (i === 0 ? -1e-7 : i === 199 ? 1 + 1e-7 : i / 199));
+    const zeros: Input = [new Float32Array(200), [200]];
+    const auc = await onBoth('auc_accumulate', [[labels, [n]], [predictions, [n]], [thresholds, [200]], [weights, [n]]], [zeros, zeros, zeros, zeros]);
+    expectSameBits(auc.gpu, auc.cpu);
+    const mean = await onBoth('weighted_mean', [[predictions, [n]], [weights, [n]]], [[]]);
+    expectSameBits(mean.gpu, mean.cpu);
+    const x = new Float32Array(100);
+    x[42] = Number.NaN;
+    const onGpu = hb.tensor(x, [100], undefined, { device: 'cuda' }).handle;
+    await expect((async () => native.kernelRun('assert_finite', [onGpu], [], [], OP))()).rejects.toThrow(/model\/layer_1\/op: NaN or infinite value at index 42/);
+  });
+
+  test('inputs on two devices are an Error naming the op', async () => {
+    const a = hb.tensor(Float32Array.from([1, 2]), [2], undefined, { device: 'cuda' }).handle;
+    const b = hb.tensor(Float32Array.from([1, 2]), [2], undefined, { device: 'cpu' }).handle;
+    await expect((async () => native.kernelRun('binary', [a, b], [[2]], [0], OP))()).rejects.toThrow(/model\/layer_1\/op: .*must all be on one device/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// A whole model, as users run it: RunConfig({ device }).
+
+const fc = hb.featureColumn;
+const { ModeKeys } = hb.estimator;
+const m = hb.math;
+const numDense = 4;
+const tables = [
+  { name: 'user', vocabularySize: 2000, hotness: 1, alpha: 1.05 },
+  { name: 'item', vocabularySize: 1000, hotness: [1, 3] as [number, number], alpha: 1.1 },
+];
+const dataset = (numSamples: number, partitionIndex: number, batch = 256) => () =>
+  hb.data.Dataset.synthetic({ numDense, tables, numSamples: 2 * numSamples, seed: 11, blockRows: 1024, partitionCount: 2, partitionIndex }).batch(batch);
+
+function makeModelFn(embDevice = '') {
+  const dense = Array.from({ length: numDense }, (_, i) => fc.numericColumn(`I${i + 1}`));
+  const sparse = tables.map((t) =>
+    fc.embeddingColumn(fc.categoricalColumnWithIdentity(t.name, t.vocabularySize), 8, { initializer: hb.initializers.truncatedNormal({ stddev: 0.1, seed: 3 }), embDevice }),
+  );
+  return (features: Record<string, unknown>, labels: unknown, mode: hb.estimator.Mode) => {
+    const x = m.concat([m.log(m.addConstant(hb.nn.relu(fc.DenseFeatures(dense)(features)), 1)), fc.DenseFeatures(sparse)(features)], 1);
+    const h = hb.layers.dense(x, 16, { activation: hb.nn.relu, kernelInitializer: hb.initializers.glorotUniform({ seed: 1 }) });
+    const logits = hb.layers.dense(h, 1, { kernelInitializer: hb.initializers.glorotUniform({ seed: 2 }) });
+    const probs = hb.nn.sigmoid(logits);
+    if (mode === ModeKeys.PREDICT) return hb.estimator.EstimatorSpec({ mode, predictions: { probs } });
+    const y = labels as hb.SymbolicTensor;
+    const loss = hb.losses.sigmoidCrossEntropy(y, logits);
+    if (mode === ModeKeys.EVAL) return hb.estimator.EstimatorSpec({ mode, loss, evalMetricOps: { auc: hb.metrics.auc(y, probs) } });
+    const opt = new hb.train.AdagradOptimizer({ learningRate: 0.1 });
+    return hb.estimator.EstimatorSpec({ mode, loss, trainOp: opt.minimize(loss) });
+  };
+}
+
+function estimatorOn(device: hb.DeviceSpec, embDevice = '') {
+  return new hb.estimator.Estimator({ modelFn: makeModelFn(embDevice), config: new hb.estimator.RunConfig({ device, log: () => undefined, progressBar: false }) });
+}
+
+async function valuesOf(est: hb.estimator.Estimator): Promise<Map<string, { device: string; values: Float32Array }>> {
+  const out = new Map<string, { device: string; values: Float32Array }>();
+  for (const [name, v] of est.variables) out.set(name, { device: v.device, values: (await v.data()) as Float32Array });
+  return out;
+}
+
+describeCuda('an Estimator on CUDA', () => {
+  test('trains on the GPU with the CPU run\'s parameters to within float rounding', async () => {
+    const gpu = estimatorOn('cuda');
+    const cpu = estimatorOn('cpu');
+    expect(gpu.device).toBe('cuda:0');
+    await gpu.train(dataset(4096, 0), { steps: 8 });
+    await cpu.train(dataset(4096, 0), { steps: 8 });
+    const g = await valuesOf(gpu);
+    const c = await valuesOf(cpu);
+    expect([...g.keys()].sort()).toEqual([...c.keys()].sort());
+    for (const [name, { device, values }] of g) {
+      expect(device).toBe('cuda:0');
+      const want = c.get(name)!.values;
+      let worst = 0;
+      for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(values[i] - want[i]));
+      if (worst > 1e-4) throw new Error(`${name}: GPU and CPU parameters differ by ${worst} after 8 steps`);
+    }
+    const evalInput = dataset(2048, 1, 1024);
+    const [eg, ec] = [await gpu.evaluate(evalInput), await cpu.evaluate(evalInput)];
+    expect(Math.abs(eg.loss - ec.loss)).toBeLessThan(1e-4);
+    expect(Math.abs(eg.auc - ec.auc)).toBeLessThan(1e-3);
+  });
+
+  test('learns the planted signal: eval AUC well above 0.5, loss falls', async () => {
+    const est = estimatorOn('cuda');
+    const evalInput = dataset(4096, 1, 1024);
+    const before = await est.evaluate(evalInput);
+    await est.train(dataset(40_000, 0), { maxSteps: 150 });
+    const after = await est.evaluate(evalInput);
+    expect(after.auc).toBeGreaterThan(0.7);
+    expect(after.loss).toBeLessThan(before.loss - 0.05);
+    let rows = 0;
+    for await (const p of est.predict(() => hb.data.Dataset.synthetic({ numDense, tables, numSamples: 300, seed: 11 }).batch(128))) {
+      expect(p.probs as number).toBeGreaterThan(0);
+      rows++;
+    }
+    expect(rows).toBe(300);
+  });
+
+  test("tables in host memory (embDevice: 'cpu') with the MLP on the GPU", async () => {
+    const est = estimatorOn('cuda', 'cpu');
+    await est.train(dataset(4096, 0), { steps: 5 });
+    const after = await valuesOf(est);
+    const tableNames = [...after.keys()].filter((k) => k.endsWith('embedding_weights'));
+    expect(tableNames.length).toBe(2);
+    for (const [name, { device }] of after) expect(device).toBe(tableNames.includes(name) ? 'cpu' : 'cuda:0');
+    const reference = estimatorOn('cpu');
+    await reference.train(dataset(4096, 0), { steps: 5 });
+    const want = await valuesOf(reference);
+    for (const name of tableNames) {
+      const got = after.get(name)!.values;
+      const expected = want.get(name)!.values;
+      for (let i = 0; i < got.length; i++) if (Math.abs(got[i] - expected[i]) > 1e-4) throw new Error(`${name}[${i}]: ${got[i]} on the GPU model, ${expected[i]} on the CPU one`);
+    }
+  });
+
+  test('a table on the GPU under a CPU model is an Error naming the column', async () => {
+    const est = estimatorOn('cpu', 'cuda');
+    await expect(est.train(dataset(1024, 0), { steps: 1 })).rejects.toThrow(/feature column 'user_embedding': its table is on cuda:0 but the model runs on cpu/);
+  });
+});
