@@ -78,6 +78,16 @@ void sgemm(int device, bool transA, bool transB, int64_t M, int64_t N, int64_t K
   // cuBLAS wants leading dimensions >= 1 even where a matrix is empty.
   const int la = asInt(lda > 0 ? lda : 1, "lda"), lb = asInt(ldb > 0 ? ldb : 1, "ldb"), lc = asInt(ldc > 0 ? ldc : 1, "ldc");
   if (m == 0 || n == 0) return;
+  if (k == 0 && (beta == 0.0f || beta == 1.0f)) {
+    // C = beta * C without trusting the library's quick return to zero C: plan outputs
+    // live in reused buffers.
+    if (beta == 0.0f) {
+      check(cudaMemset2DAsync(C, size_t(lc) * sizeof(float), 0, size_t(n) * sizeof(float), size_t(m),
+                              useDevice(device).compute),
+            "matmul with K = 0");
+    }
+    return;
+  }
   const CublasApi& api = cublasApi();
   void* handle = handleFor(device, api);
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the stored B and A

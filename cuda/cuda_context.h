@@ -18,6 +18,10 @@ struct DeviceContext {
 // first use.
 DeviceContext& useDevice(int device);
 
+// The stream for work issued from the calling thread: `compute` on the device's executor,
+// `transfer` elsewhere (the JS thread), so synchronous calls do not wait for queued steps.
+cudaStream_t streamForThisThread(DeviceContext& context);
+
 inline void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     cudaGetLastError();  // clear a sticky launch error so later calls report their own

@@ -57,7 +57,7 @@ void bindThreadToDevice(int device) {
   }
 }
 
-static cudaStream_t streamForThisThread(DeviceContext& context) {
+cudaStream_t streamForThisThread(DeviceContext& context) {
   return onExecutorThread ? context.compute : context.transfer;
 }
 

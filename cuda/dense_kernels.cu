@@ -8,6 +8,7 @@
 
 #include "cuda/cuda_context.h"
 #include "cuda/dense_kernels.h"
+#include "cuda/element_launch.h"
 #include "native/core/buffer.h"
 #include "native/kernels/dense_math.h"
 
@@ -16,18 +17,12 @@ namespace cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocksFor(int64_t n) { return unsigned((n + kThreads - 1) / kThreads); }
-
-__device__ int64_t globalIndex() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
-
 // Launches are queued on the compute stream; a bad launch is reported at once.
 void launched(const char* what) { check(cudaGetLastError(), what); }
 
 template <BinaryOp Op>
 __global__ void binaryKernel(const float* a, const float* b, float* out, int64_t n, BroadcastIndex index) {
-  const int64_t i = globalIndex();
+  const int64_t i = elementIndex();
   if (i >= n) return;
   int64_t offsetA = 0, offsetB = 0, rest = i;
   for (int32_t d = index.rank - 1; d >= 0; --d) {
@@ -41,48 +36,14 @@ __global__ void binaryKernel(const float* a, const float* b, float* out, int64_t
 
 template <UnaryOp Op>
 __global__ void unaryKernel(const float* x, float* y, int64_t n, float constant) {
-  const int64_t i = globalIndex();
+  const int64_t i = elementIndex();
   if (i < n) y[i] = unaryOf<Op>(x[i], constant);
 }
 
 template <UnaryOp Op>
 __global__ void unaryGradKernel(const float* dy, const float* v, float* dx, int64_t n) {
-  const int64_t i = globalIndex();
+  const int64_t i = elementIndex();
   if (i < n) dx[i] = unaryGradOf<Op>(dy[i], v[i]);
-}
-
-template <typename Body>
-void withBinaryOp(int32_t op, Body&& body) {
-  using B = BinaryOp;
-  switch (B(op)) {
-    case B::Add: return body(std::integral_constant<B, B::Add>());
-    case B::Sub: return body(std::integral_constant<B, B::Sub>());
-    case B::Mul: return body(std::integral_constant<B, B::Mul>());
-    case B::Div: return body(std::integral_constant<B, B::Div>());
-    case B::SquaredDifference: return body(std::integral_constant<B, B::SquaredDifference>());
-    case B::Equal: return body(std::integral_constant<B, B::Equal>());
-    case B::Greater: return body(std::integral_constant<B, B::Greater>());
-    case B::Maximum: return body(std::integral_constant<B, B::Maximum>());
-  }
-  fail("binary: op ", op, " has no CUDA kernel");
-}
-
-template <typename Body>
-void withUnaryOp(int32_t op, Body&& body) {
-  using U = UnaryOp;
-  switch (U(op)) {
-    case U::Relu: return body(std::integral_constant<U, U::Relu>());
-    case U::Sigmoid: return body(std::integral_constant<U, U::Sigmoid>());
-    case U::Tanh: return body(std::integral_constant<U, U::Tanh>());
-    case U::Neg: return body(std::integral_constant<U, U::Neg>());
-    case U::Scale: return body(std::integral_constant<U, U::Scale>());
-    case U::Exp: return body(std::integral_constant<U, U::Exp>());
-    case U::Log: return body(std::integral_constant<U, U::Log>());
-    case U::Square: return body(std::integral_constant<U, U::Square>());
-    case U::Sqrt: return body(std::integral_constant<U, U::Sqrt>());
-    case U::AddConstant: return body(std::integral_constant<U, U::AddConstant>());
-  }
-  fail("unary: op ", op, " has no CUDA kernel");
 }
 
 // Row-major strides of the runs, and the offset of an index split over the runs of one
@@ -121,7 +82,7 @@ __device__ int64_t offsetOver(const RunStrides& s, bool reduced, int64_t index) 
 // Adjacent threads take adjacent outputs, so column sums read contiguous memory.
 __global__ void reduceBlocks(RunStrides s, const float* in, float* partial, int64_t outputs, int64_t terms,
                              int64_t blocks) {
-  const int64_t t = globalIndex();
+  const int64_t t = elementIndex();
   if (t >= outputs * blocks) return;
   const int64_t o = t % outputs;
   const int64_t block = t / outputs;
@@ -134,7 +95,7 @@ __global__ void reduceBlocks(RunStrides s, const float* in, float* partial, int6
 }
 
 __global__ void reduceCombine(const float* partial, float* out, int64_t outputs, int64_t blocks, float scale) {
-  const int64_t o = globalIndex();
+  const int64_t o = elementIndex();
   if (o >= outputs) return;
   float total = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) total = addRn(total, partial[b * outputs + o]);
@@ -144,7 +105,7 @@ __global__ void reduceCombine(const float* partial, float* out, int64_t outputs,
 // out (all runs) from in (the kept runs only, row-major).
 __global__ void broadcastKernel(RunStrides s, RunStrides keptStrides, const float* in, float* out, int64_t n,
                                 float scale) {
-  const int64_t e = globalIndex();
+  const int64_t e = elementIndex();
   if (e >= n) return;
   int64_t offset = 0, rest = e;
   for (int32_t k = s.rank - 1; k >= 0; --k) {
@@ -156,23 +117,23 @@ __global__ void broadcastKernel(RunStrides s, RunStrides keptStrides, const floa
 }
 
 __global__ void scaledCopyKernel(const float* in, float* out, int64_t n, float scale) {
-  const int64_t i = globalIndex();
+  const int64_t i = elementIndex();
   if (i < n) out[i] = mulRn(in[i], scale);
 }
 
 __global__ void sigmoidXentKernel(const float* z, const float* x, float* y, int64_t n) {
-  const int64_t i = globalIndex();
+  const int64_t i = elementIndex();
   if (i < n) y[i] = hb::sigmoidCrossEntropy(z[i], x[i]);
 }
 
 __global__ void sigmoidXentGradKernel(const float* dy, const float* z, const float* x, float* dx, int64_t n) {
-  const int64_t i = globalIndex();
+  const int64_t i = elementIndex();
   if (i < n) dx[i] = hb::sigmoidCrossEntropyGrad(dy[i], z[i], x[i]);
 }
 
 // One thread per (example, i, j); pairs with j >= i have no output.
 __global__ void dotInteractionKernel(const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
-  const int64_t e = globalIndex();
+  const int64_t e = elementIndex();
   if (e >= batch * features * features) return;
   const int64_t j = e % features;
   const int64_t i = (e / features) % features;
@@ -185,7 +146,7 @@ __global__ void dotInteractionKernel(const float* t, float* z, int64_t batch, in
 // One thread per (example, i, k): dT[b, i, k].
 __global__ void dotInteractionGradKernel(const float* dz, const float* t, float* dt, int64_t batch, int64_t features,
                                          int64_t width) {
-  const int64_t e = globalIndex();
+  const int64_t e = elementIndex();
   if (e >= batch * features * width) return;
   const int64_t k = e % width;
   const int64_t i = (e / width) % features;
@@ -204,7 +165,7 @@ void binary(int device, int32_t op, const float* a, const float* b, float* out, 
   if (n == 0) return;
   cudaStream_t stream = computeStream(device);
   withBinaryOp(op, [&](auto tag) {
-    binaryKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, stream>>>(a, b, out, n, index);
+    binaryKernel<decltype(tag)::value><<<elementBlocks(n), kElementThreads, 0, stream>>>(a, b, out, n, index);
   });
   launched("binary");
 }
@@ -213,7 +174,7 @@ void unary(int device, int32_t op, float constant, const float* x, float* y, int
   if (n == 0) return;
   cudaStream_t stream = computeStream(device);
   withUnaryOp(op, [&](auto tag) {
-    unaryKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, stream>>>(x, y, n, constant);
+    unaryKernel<decltype(tag)::value><<<elementBlocks(n), kElementThreads, 0, stream>>>(x, y, n, constant);
   });
   launched("unary");
 }
@@ -222,7 +183,7 @@ void unaryGrad(int device, int32_t op, const float* dy, const float* v, float* d
   if (n == 0) return;
   cudaStream_t stream = computeStream(device);
   withUnaryOp(op, [&](auto tag) {
-    unaryGradKernel<decltype(tag)::value><<<blocksFor(n), kThreads, 0, stream>>>(dy, v, dx, n);
+    unaryGradKernel<decltype(tag)::value><<<elementBlocks(n), kElementThreads, 0, stream>>>(dy, v, dx, n);
   });
   launched("unary_grad");
 }
@@ -242,9 +203,9 @@ void reduceToShape(int device, const RunLayout& runs, const float* in, float* ou
   // Freed in stream order, after the kernels queued here have read it.
   std::shared_ptr<Buffer> partial = Buffer::allocate(Device::cuda(device), size_t(blocks * outputs) * sizeof(float));
   float* sums = static_cast<float*>(partial->data());
-  reduceBlocks<<<blocksFor(outputs * blocks), kThreads, 0, stream>>>(s, in, sums, outputs, terms, blocks);
+  reduceBlocks<<<elementBlocks(outputs * blocks), kElementThreads, 0, stream>>>(s, in, sums, outputs, terms, blocks);
   launched("reduce_to_shape");
-  reduceCombine<<<blocksFor(outputs), kThreads, 0, stream>>>(sums, out, outputs, blocks, scale);
+  reduceCombine<<<elementBlocks(outputs), kElementThreads, 0, stream>>>(sums, out, outputs, blocks, scale);
   launched("reduce_to_shape");
 }
 
@@ -261,19 +222,25 @@ void broadcastTo(int device, const RunLayout& runs, const float* in, float* out,
     step *= runs.size[k];
   }
   if (n == 0) return;
-  broadcastKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(s, kept, in, out, n, scale);
+  broadcastKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(s, kept, in, out, n, scale);
   launched("broadcast_to");
 }
 
 void scaledCopy(int device, const float* in, float* out, int64_t n, float scale) {
   if (n == 0) return;
-  scaledCopyKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(in, out, n, scale);
+  scaledCopyKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(in, out, n, scale);
   launched("scaled copy");
 }
 
 void copyRows(int device, const float* in, int64_t inStride, float* out, int64_t outStride, int64_t rows, int64_t width) {
   if (rows == 0 || width == 0) return;
   const size_t f = sizeof(float);
+  // One block of memory (a whole copy, or rows with no gaps): a plain copy, since the 2D
+  // copy wants pitches >= the width and below the device's pitch limit.
+  if (rows == 1 || (inStride == width && outStride == width)) {
+    check(cudaMemcpyAsync(out, in, size_t(rows * width) * f, cudaMemcpyDeviceToDevice, computeStream(device)), "copy rows");
+    return;
+  }
   check(cudaMemcpy2DAsync(out, size_t(outStride) * f, in, size_t(inStride) * f, size_t(width) * f, size_t(rows),
                           cudaMemcpyDeviceToDevice, computeStream(device)),
         "copy rows");
@@ -281,20 +248,20 @@ void copyRows(int device, const float* in, int64_t inStride, float* out, int64_t
 
 void sigmoidCrossEntropy(int device, const float* labels, const float* logits, float* out, int64_t n) {
   if (n == 0) return;
-  sigmoidXentKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(labels, logits, out, n);
+  sigmoidXentKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(labels, logits, out, n);
   launched("sigmoid_xent");
 }
 
 void sigmoidCrossEntropyGrad(int device, const float* dy, const float* labels, const float* logits, float* dx, int64_t n) {
   if (n == 0) return;
-  sigmoidXentGradKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(dy, labels, logits, dx, n);
+  sigmoidXentGradKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(dy, labels, logits, dx, n);
   launched("sigmoid_xent_grad");
 }
 
 void dotInteraction(int device, const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
   const int64_t n = batch * features * features;
   if (n == 0 || features < 2) return;
-  dotInteractionKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(t, z, batch, features, width);
+  dotInteractionKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(t, z, batch, features, width);
   launched("dot_interaction");
 }
 
@@ -302,7 +269,7 @@ void dotInteractionGrad(int device, const float* dz, const float* t, float* dt, 
                         int64_t width) {
   const int64_t n = batch * features * width;
   if (n == 0) return;
-  dotInteractionGradKernel<<<blocksFor(n), kThreads, 0, computeStream(device)>>>(dz, t, dt, batch, features, width);
+  dotInteractionGradKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(dz, t, dt, batch, features, width);
   launched("dot_interaction_grad");
 }
 

@@ -23,6 +23,8 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/device_scratch.h"
+#include "cuda/radix_sort.h"
 #include "native/core/status.h"
 #include "native/kernels/lookup_gradient.h"
 #include "native/kernels/optimizer_rules.h"
@@ -54,37 +56,6 @@ int bitsFor(uint64_t maxKey) {
   while (bits < 64 && (maxKey >> bits) != 0) ++bits;
   return bits;
 }
-
-// Device memory for the length of one call, freed in stream order (after the kernels
-// queued before the free) however the call ends.
-class Scratch {
- public:
-  Scratch() = default;
-  Scratch(int device, size_t bytes) : device_(device), pointer_(allocate(device, bytes)) {}
-  Scratch(Scratch&& other) noexcept : device_(other.device_), pointer_(other.pointer_) { other.pointer_ = nullptr; }
-  Scratch& operator=(Scratch&& other) noexcept {
-    if (this != &other) {
-      reset();
-      device_ = other.device_;
-      pointer_ = other.pointer_;
-      other.pointer_ = nullptr;
-    }
-    return *this;
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() { reset(); }
-  template <typename T>
-  T* as() const { return static_cast<T*>(pointer_); }
-
- private:
-  void reset() {
-    if (pointer_) release(device_, pointer_);
-    pointer_ = nullptr;
-  }
-  int device_ = 0;
-  void* pointer_ = nullptr;
-};
 
 void toDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes > 0) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync to the device");
@@ -125,18 +96,6 @@ __global__ void describeSegments(const K* runKeys, const int32_t* numRuns, int64
     if (u == 0) count[0] = (runs > 0 && runKeys[runs - 1] == sentinel) ? runs - 1 : runs;
     if (u < runs) rows[u] = int64_t(runKeys[u]);
   }
-}
-
-template <typename KeyIn, typename Value>
-void sortPairs(int device, cudaStream_t stream, const KeyIn* keysIn, KeyIn* keysOut, const Value* valuesIn,
-               Value* valuesOut, int64_t n, int endBit) {
-  size_t bytes = 0;
-  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keysIn, keysOut, valuesIn, valuesOut, int(n), 0, endBit, stream),
-        "cub::DeviceRadixSort::SortPairs");
-  Scratch temp(device, bytes);
-  check(cub::DeviceRadixSort::SortPairs(temp.as<void>(), bytes, keysIn, keysOut, valuesIn, valuesOut, int(n), 0, endBit,
-                                        stream),
-        "cub::DeviceRadixSort::SortPairs");
 }
 
 // keys[e]: entry e's row, or `sentinel` (> every row) for an entry that adds nothing.

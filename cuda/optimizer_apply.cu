@@ -4,6 +4,7 @@
 // embedding_backward.cu.
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/element_launch.h"
 #include "native/kernels/optimizer_rules.h"
 
 namespace hb {
@@ -11,19 +12,13 @@ namespace cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocksFor(int64_t n) { return unsigned((n + kThreads - 1) / kThreads); }
-
-__device__ int64_t globalIndex() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
-
 __global__ void denseElements(OptimizerHyper h, OptimizerTarget t, const float* grad) {
-  const int64_t i = globalIndex();
+  const int64_t i = elementIndex();
   if (i < t.rows * t.width) applyElement(h, t.var + i, t.s0 ? t.s0 + i : nullptr, t.s1 ? t.s1 + i : nullptr, grad[i]);
 }
 
 __global__ void denseRowwise(OptimizerHyper h, OptimizerTarget t, const float* grad) {
-  const int64_t r = globalIndex();
+  const int64_t r = elementIndex();
   if (r < t.rows) applyRowwiseAdagradRow(h, t.var + r * t.width, t.s0 + r, grad + r * t.width, t.width);
 }
 
@@ -39,9 +34,9 @@ void applyDense(int device, const OptimizerHyper& h, const OptimizerTarget& t, c
   const int64_t total = t.rows * t.width;
   if (total == 0) return;  // also: no launch of 0 blocks
   if (h.kind == OptimizerKind::RowwiseAdagrad) {
-    denseRowwise<<<blocksFor(t.rows), kThreads, 0, context.compute>>>(h, t, grad);
+    denseRowwise<<<elementBlocks(t.rows), kElementThreads, 0, context.compute>>>(h, t, grad);
   } else {
-    denseElements<<<blocksFor(total), kThreads, 0, context.compute>>>(h, t, grad);
+    denseElements<<<elementBlocks(total), kElementThreads, 0, context.compute>>>(h, t, grad);
   }
   finish(context.compute, "dense optimizer update");
 }

@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/device_scratch.h"
 #include "native/kernels/string_hash.h"
 
 namespace hb {
@@ -39,20 +40,12 @@ __global__ void hashDecimal(const Int* values, int64_t n, uint64_t numBuckets, u
   for (int64_t i = firstIndex(); i < n; i += gridStride()) out[i] = fingerprintDecimalValue(int64_t(values[i]), numBuckets);
 }
 
-// Device memory for one call. The free is queued on the compute stream after whatever
-// was queued with the buffer, so it is safe on every path, exceptions included.
-class DeviceBuffer {
- public:
-  DeviceBuffer(int device, size_t bytes) : device_(device), pointer_(allocate(device, bytes)) {}
-  ~DeviceBuffer() { release(device_, pointer_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <typename T>
-  T* as() const { return static_cast<T*>(pointer_); }
-
- private:
-  int device_;
-  void* pointer_;
+// Waits for `stream` when it goes out of scope, so the buffers declared before it are
+// freed (in the compute stream's order) only after the work queued here, however the
+// call ends.
+struct DrainOnExit {
+  cudaStream_t stream;
+  ~DrainOnExit() { cudaStreamSynchronize(stream); }
 };
 
 void copyIn(cudaStream_t stream, void* dst, const void* src, size_t bytes, const char* what) {
@@ -60,7 +53,7 @@ void copyIn(cudaStream_t stream, void* dst, const void* src, size_t bytes, const
 }
 
 // Launch errors, then the copy of the hashes back, then the wait that makes hostOut final.
-void finish(cudaStream_t stream, uint64_t* hostOut, const DeviceBuffer& out, int64_t n, const char* what) {
+void finish(cudaStream_t stream, uint64_t* hostOut, const Scratch& out, int64_t n, const char* what) {
   check(cudaGetLastError(), what);
   check(cudaMemcpyAsync(hostOut, out.as<uint64_t>(), size_t(n) * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream), what);
   check(cudaStreamSynchronize(stream), what);
@@ -78,10 +71,12 @@ void fingerprintByteRanges(int device, const uint8_t* hostBytes, int64_t byteCou
   const int64_t end = hostOffsets[n];
   HB_CHECK(base >= 0 && base <= end && end <= byteCount, "fingerprint64 on CUDA: offsets [", base, ", ", end,
            "] are outside the ", byteCount, " bytes given");
-  cudaStream_t stream = context.compute;
-  const DeviceBuffer bytes(device, size_t(end - base));
-  const DeviceBuffer offsets(device, size_t(n + 1) * sizeof(int64_t));
-  const DeviceBuffer out(device, size_t(n) * sizeof(uint64_t));
+  // The binding calls this on the JS thread: its stream, not the executor's queue.
+  cudaStream_t stream = streamForThisThread(context);
+  const Scratch bytes(device, size_t(end - base));
+  const Scratch offsets(device, size_t(n + 1) * sizeof(int64_t));
+  const Scratch out(device, size_t(n) * sizeof(uint64_t));
+  const DrainOnExit drain{stream};
   copyIn(stream, bytes.as<void>(), hostBytes + base, size_t(end - base), "fingerprint64 on CUDA: copying the bytes");
   copyIn(stream, offsets.as<void>(), hostOffsets, size_t(n + 1) * sizeof(int64_t), "fingerprint64 on CUDA: copying the offsets");
   hashByteRanges<<<blocksFor(n), kThreads, 0, stream>>>(bytes.as<const uint8_t>(), offsets.as<const int64_t>(), base, n,
@@ -92,10 +87,11 @@ void fingerprintByteRanges(int device, const uint8_t* hostBytes, int64_t byteCou
 void fingerprintDecimal(int device, const void* hostValues, bool int64, int64_t n, uint64_t numBuckets, uint64_t* hostOut) {
   DeviceContext& context = useDevice(device);
   if (n <= 0) return;
-  cudaStream_t stream = context.compute;
+  cudaStream_t stream = streamForThisThread(context);
   const size_t valueBytes = size_t(n) * (int64 ? sizeof(int64_t) : sizeof(int32_t));
-  const DeviceBuffer values(device, valueBytes);
-  const DeviceBuffer out(device, size_t(n) * sizeof(uint64_t));
+  const Scratch values(device, valueBytes);
+  const Scratch out(device, size_t(n) * sizeof(uint64_t));
+  const DrainOnExit drain{stream};
   copyIn(stream, values.as<void>(), hostValues, valueBytes, "fingerprint64 on CUDA: copying the integers");
   if (int64) {
     hashDecimal<int64_t><<<blocksFor(n), kThreads, 0, stream>>>(values.as<const int64_t>(), n, numBuckets, out.as<uint64_t>());

@@ -5,29 +5,15 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/device_scratch.h"
+#include "cuda/element_launch.h"
+#include "cuda/radix_sort.h"
 #include "native/kernels/unique_partition.h"
 
 namespace hb {
 namespace cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocksFor(int64_t n) { return unsigned((n + kThreads - 1) / kThreads); }
-
-// Device memory for the length of one call, freed in stream order.
-class Scratch {
- public:
-  Scratch(int device, size_t bytes) : device_(device), pointer_(allocate(device, bytes)) {}
-  ~Scratch() { release(device_, pointer_); }
-  template <typename T>
-  T* as() const { return static_cast<T*>(pointer_); }
-
- private:
-  int device_;
-  void* pointer_;
-};
 
 __global__ void iota(int32_t* out, int64_t n) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -70,18 +56,6 @@ __global__ void emitInverse(const int32_t* sortedPositions, const int32_t* runOf
   if (j < n) inverse[sortedPositions[j]] = rankOfRun[runOf[j]];
 }
 
-template <typename Key, typename Value>
-void sortPairs(int device, cudaStream_t stream, const Key* keysIn, Key* keysOut, const Value* valuesIn, Value* valuesOut,
-               int64_t n, int endBit) {
-  size_t bytes = 0;
-  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keysIn, keysOut, valuesIn, valuesOut, int(n), 0, endBit, stream),
-        "cub::DeviceRadixSort::SortPairs");
-  Scratch temp(device, bytes);
-  check(cub::DeviceRadixSort::SortPairs(temp.as<void>(), bytes, keysIn, keysOut, valuesIn, valuesOut, int(n), 0, endBit,
-                                        stream),
-        "cub::DeviceRadixSort::SortPairs");
-}
-
 template <typename Id>
 int64_t uniqueTyped(int device, const Id* ids, int64_t n, Id* uniqueIds, int32_t* inverse) {
   if (n == 0) return 0;
@@ -89,10 +63,10 @@ int64_t uniqueTyped(int device, const Id* ids, int64_t n, Id* uniqueIds, int32_t
   cudaStream_t stream = context.compute;
   Scratch positions(device, n * sizeof(int32_t)), sortedPositions(device, n * sizeof(int32_t));
   Scratch sortedIds(device, n * sizeof(Id)), heads(device, n * sizeof(int32_t)), runOf(device, n * sizeof(int32_t));
-  iota<<<blocksFor(n), kThreads, 0, stream>>>(positions.as<int32_t>(), n);
+  iota<<<elementBlocks(n), kElementThreads, 0, stream>>>(positions.as<int32_t>(), n);
   sortPairs(device, stream, ids, sortedIds.as<Id>(), positions.as<int32_t>(), sortedPositions.as<int32_t>(), n,
             int(sizeof(Id) * 8));
-  markRunHeads<<<blocksFor(n), kThreads, 0, stream>>>(sortedIds.as<Id>(), n, heads.as<int32_t>());
+  markRunHeads<<<elementBlocks(n), kElementThreads, 0, stream>>>(sortedIds.as<Id>(), n, heads.as<int32_t>());
   size_t scanBytes = 0;
   check(cub::DeviceScan::InclusiveSum(nullptr, scanBytes, heads.as<int32_t>(), runOf.as<int32_t>(), int(n), stream),
         "cub::DeviceScan::InclusiveSum");
@@ -107,18 +81,18 @@ int64_t uniqueTyped(int device, const Id* ids, int64_t n, Id* uniqueIds, int32_t
         "cudaMemcpyAsync");
   check(cudaStreamSynchronize(stream), "unique");
   // runOf counted heads from 1; make it 0-based.
-  decrement<<<blocksFor(n), kThreads, 0, stream>>>(runOf.as<int32_t>(), n);
+  decrement<<<elementBlocks(n), kElementThreads, 0, stream>>>(runOf.as<int32_t>(), n);
   Scratch firstPosition(device, runs * sizeof(int32_t)), runId(device, runs * sizeof(Id));
-  describeRuns<<<blocksFor(n), kThreads, 0, stream>>>(sortedIds.as<Id>(), sortedPositions.as<int32_t>(), heads.as<int32_t>(),
+  describeRuns<<<elementBlocks(n), kElementThreads, 0, stream>>>(sortedIds.as<Id>(), sortedPositions.as<int32_t>(), heads.as<int32_t>(),
                                                      runOf.as<int32_t>(), n, firstPosition.as<int32_t>(), runId.as<Id>());
   Scratch runIndex(device, runs * sizeof(int32_t)), sortedFirst(device, runs * sizeof(int32_t)),
       runOrder(device, runs * sizeof(int32_t)), rankOfRun(device, runs * sizeof(int32_t));
-  iota<<<blocksFor(runs), kThreads, 0, stream>>>(runIndex.as<int32_t>(), runs);
+  iota<<<elementBlocks(runs), kElementThreads, 0, stream>>>(runIndex.as<int32_t>(), runs);
   sortPairs(device, stream, firstPosition.as<int32_t>(), sortedFirst.as<int32_t>(), runIndex.as<int32_t>(),
             runOrder.as<int32_t>(), runs, 32);
-  emitUnique<<<blocksFor(runs), kThreads, 0, stream>>>(runOrder.as<int32_t>(), runId.as<Id>(), runs,
+  emitUnique<<<elementBlocks(runs), kElementThreads, 0, stream>>>(runOrder.as<int32_t>(), runId.as<Id>(), runs,
                                                       rankOfRun.as<int32_t>(), uniqueIds);
-  emitInverse<<<blocksFor(n), kThreads, 0, stream>>>(sortedPositions.as<int32_t>(), runOf.as<int32_t>(),
+  emitInverse<<<elementBlocks(n), kElementThreads, 0, stream>>>(sortedPositions.as<int32_t>(), runOf.as<int32_t>(),
                                                     rankOfRun.as<int32_t>(), n, inverse);
   check(cudaGetLastError(), "unique kernels");
   check(cudaStreamSynchronize(stream), "unique");
@@ -151,13 +125,13 @@ void partitionTyped(int device, const Id* ids, int64_t n, int32_t worldSize, Id*
   if (n > 0) {
     Scratch owners(device, n * sizeof(int32_t)), sortedOwners(device, n * sizeof(int32_t));
     Scratch positions(device, n * sizeof(int32_t)), permutation(device, n * sizeof(int32_t));
-    ownersOf<<<blocksFor(n), kThreads, 0, stream>>>(ids, n, worldSize, owners.as<int32_t>(), sizes);
-    iota<<<blocksFor(n), kThreads, 0, stream>>>(positions.as<int32_t>(), n);
+    ownersOf<<<elementBlocks(n), kElementThreads, 0, stream>>>(ids, n, worldSize, owners.as<int32_t>(), sizes);
+    iota<<<elementBlocks(n), kElementThreads, 0, stream>>>(positions.as<int32_t>(), n);
     int endBit = 1;
     while (endBit < 31 && (int64_t(1) << endBit) < worldSize) ++endBit;
     sortPairs(device, stream, owners.as<int32_t>(), sortedOwners.as<int32_t>(), positions.as<int32_t>(),
               permutation.as<int32_t>(), n, endBit);
-    gatherByOwner<<<blocksFor(n), kThreads, 0, stream>>>(ids, permutation.as<int32_t>(), n, outIds, restore);
+    gatherByOwner<<<elementBlocks(n), kElementThreads, 0, stream>>>(ids, permutation.as<int32_t>(), n, outIds, restore);
   }
   check(cudaGetLastError(), "partitionByOwner kernels");
   check(cudaStreamSynchronize(stream), "partitionByOwner");

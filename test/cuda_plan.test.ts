@@ -219,6 +219,16 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
     }
   });
 
+  test('matmul with K = 0 writes zeros over a stale output; matmul_accumulate leaves it as it was', async () => {
+    const empty = (shape: number[]) => place('cuda', [[], shape]);
+    const stale = place('cuda', [[Number.NaN, 1, 2, 3, 4, 5], [2, 3]]);
+    const [product] = await read(await native.kernelRun('matmul', [empty([2, 0]), empty([0, 3])], [stale], [], OP));
+    expect(Array.from(product.values)).toEqual([0, 0, 0, 0, 0, 0]);
+    const kept = place('cuda', [[Number.NaN, 1, 2, 3, 4, 5], [2, 3]]);
+    const [sum] = await read(await native.kernelRun('matmul_accumulate', [empty([2, 0]), empty([0, 3])], [kept], [], OP));
+    expect(Array.from(sum.values)).toEqual([Number.NaN, 1, 2, 3, 4, 5]);
+  });
+
   test('host-only kernels (metrics, weighted mean, assert_finite) take CUDA tensors and agree with the CPU', async () => {
     const random = randomSource(8);
     const n = 3000;
@@ -345,6 +355,6 @@ describeCuda('an Estimator on CUDA', () => {
 
   test('a table on the GPU under a CPU model is an Error naming the column', async () => {
     const est = estimatorOn('cpu', 'cuda');
-    await expect(est.train(dataset(1024, 0), { steps: 1 })).rejects.toThrow(/feature column 'user_embedding': its table is on cuda:0 but the model runs on cpu/);
+    await expect(est.train(dataset(1024, 0), { steps: 1 })).rejects.toThrow(/feature column '(item|user)_embedding': its table is on cuda:0 but the model runs on cpu/);
   });
 });

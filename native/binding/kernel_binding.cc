@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/dense_kernels.h"
 #include "native/binding/arguments.h"
 #include "native/binding/async_task.h"
 #include "native/binding/exports.h"
@@ -60,7 +61,11 @@ Napi::Value kernelRun(const Napi::CallbackInfo& info) {
   // Every tensor on one device, checked here so a mixed call fails before it is queued.
   kernelDevice(*args, kernel.c_str());
   return schedule(env, device, makeTask(
-      [entry, args] { runKernel(entry, *args); },
+      [entry, args, device] {
+        runKernel(entry, *args);
+        // A fault in the kernel shows here, naming it, not in a later unrelated call.
+        if (device.isCuda()) cuda::synchronize(device.index, args->name.c_str());
+      },
       [args](Napi::Env env) -> Napi::Value {
         Napi::Array result = Napi::Array::New(env, args->out.size());
         for (size_t i = 0; i < args->out.size(); ++i) result.Set(uint32_t(i), TensorHandle::wrap(env, args->out[i]));

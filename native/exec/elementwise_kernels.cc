@@ -51,39 +51,6 @@ bool broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& 
   return true;
 }
 
-// Calls body(std::integral_constant<BinaryOp, op>) so the loops see a constant op.
-template <typename Body>
-void withBinaryOp(int32_t op, Body&& body) {
-  using B = BinaryOp;
-  switch (B(op)) {
-    case B::Add: return body(std::integral_constant<B, B::Add>());
-    case B::Sub: return body(std::integral_constant<B, B::Sub>());
-    case B::Mul: return body(std::integral_constant<B, B::Mul>());
-    case B::Div: return body(std::integral_constant<B, B::Div>());
-    case B::SquaredDifference: return body(std::integral_constant<B, B::SquaredDifference>());
-    case B::Equal: return body(std::integral_constant<B, B::Equal>());
-    case B::Greater: return body(std::integral_constant<B, B::Greater>());
-    case B::Maximum: return body(std::integral_constant<B, B::Maximum>());
-  }
-}
-
-template <typename Body>
-void withUnaryOp(int32_t op, Body&& body) {
-  using U = UnaryOp;
-  switch (U(op)) {
-    case U::Relu: return body(std::integral_constant<U, U::Relu>());
-    case U::Sigmoid: return body(std::integral_constant<U, U::Sigmoid>());
-    case U::Tanh: return body(std::integral_constant<U, U::Tanh>());
-    case U::Neg: return body(std::integral_constant<U, U::Neg>());
-    case U::Scale: return body(std::integral_constant<U, U::Scale>());
-    case U::Exp: return body(std::integral_constant<U, U::Exp>());
-    case U::Log: return body(std::integral_constant<U, U::Log>());
-    case U::Square: return body(std::integral_constant<U, U::Square>());
-    case U::Sqrt: return body(std::integral_constant<U, U::Sqrt>());
-    case U::AddConstant: return body(std::integral_constant<U, U::AddConstant>());
-  }
-}
-
 // How "binary" walks its operands; chosen (and checked) before any memory is read.
 enum class BinaryLoop {
   Same,     // a, b and out have the same elements
