@@ -7,6 +7,7 @@
 import * as hb from '../lib';
 import { native, NativeTensorHandle } from '../lib/native';
 import { describeCuda } from './support/devices';
+import { dataset, EVAL, numDense, tables, TRAIN } from './support/planted_data';
 import { randomSource } from './support/reference';
 
 const OP = 'model/layer_1/op';
@@ -260,13 +261,6 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
 const fc = hb.featureColumn;
 const { ModeKeys } = hb.estimator;
 const m = hb.math;
-const numDense = 4;
-const tables = [
-  { name: 'user', vocabularySize: 2000, hotness: 1, alpha: 1.05 },
-  { name: 'item', vocabularySize: 1000, hotness: [1, 3] as [number, number], alpha: 1.1 },
-];
-const dataset = (numSamples: number, partitionIndex: number, batch = 256) => () =>
-  hb.data.Dataset.synthetic({ numDense, tables, numSamples: 2 * numSamples, seed: 11, blockRows: 1024, partitionCount: 2, partitionIndex }).batch(batch);
 
 function makeModelFn(embDevice = '') {
   const dense = Array.from({ length: numDense }, (_, i) => fc.numericColumn(`I${i + 1}`));
@@ -302,8 +296,8 @@ describeCuda('an Estimator on CUDA', () => {
     const gpu = estimatorOn('cuda');
     const cpu = estimatorOn('cpu');
     expect(gpu.device).toBe('cuda:0');
-    await gpu.train(dataset(4096, 0), { steps: 8 });
-    await cpu.train(dataset(4096, 0), { steps: 8 });
+    await gpu.train(dataset(4096, TRAIN), { steps: 8 });
+    await cpu.train(dataset(4096, TRAIN), { steps: 8 });
     const g = await valuesOf(gpu);
     const c = await valuesOf(cpu);
     expect([...g.keys()].sort()).toEqual([...c.keys()].sort());
@@ -314,7 +308,7 @@ describeCuda('an Estimator on CUDA', () => {
       for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(values[i] - want[i]));
       if (worst > 1e-4) throw new Error(`${name}: GPU and CPU parameters differ by ${worst} after 8 steps`);
     }
-    const evalInput = dataset(2048, 1, 1024);
+    const evalInput = dataset(2048, EVAL, 1024);
     const [eg, ec] = [await gpu.evaluate(evalInput), await cpu.evaluate(evalInput)];
     expect(Math.abs(eg.loss - ec.loss)).toBeLessThan(1e-4);
     expect(Math.abs(eg.auc - ec.auc)).toBeLessThan(1e-3);
@@ -322,9 +316,9 @@ describeCuda('an Estimator on CUDA', () => {
 
   test('learns the planted signal: eval AUC well above 0.5, loss falls', async () => {
     const est = estimatorOn('cuda');
-    const evalInput = dataset(4096, 1, 1024);
+    const evalInput = dataset(4096, EVAL, 1024);
     const before = await est.evaluate(evalInput);
-    await est.train(dataset(40_000, 0), { maxSteps: 150 });
+    await est.train(dataset(40_000, TRAIN), { maxSteps: 150 });
     const after = await est.evaluate(evalInput);
     expect(after.auc).toBeGreaterThan(0.7);
     expect(after.loss).toBeLessThan(before.loss - 0.05);
@@ -338,13 +332,13 @@ describeCuda('an Estimator on CUDA', () => {
 
   test("tables in host memory (embDevice: 'cpu') with the MLP on the GPU", async () => {
     const est = estimatorOn('cuda', 'cpu');
-    await est.train(dataset(4096, 0), { steps: 5 });
+    await est.train(dataset(4096, TRAIN), { steps: 5 });
     const after = await valuesOf(est);
     const tableNames = [...after.keys()].filter((k) => k.endsWith('embedding_weights'));
     expect(tableNames.length).toBe(2);
     for (const [name, { device }] of after) expect(device).toBe(tableNames.includes(name) ? 'cpu' : 'cuda:0');
     const reference = estimatorOn('cpu');
-    await reference.train(dataset(4096, 0), { steps: 5 });
+    await reference.train(dataset(4096, TRAIN), { steps: 5 });
     const want = await valuesOf(reference);
     for (const name of tableNames) {
       const got = after.get(name)!.values;
@@ -355,6 +349,6 @@ describeCuda('an Estimator on CUDA', () => {
 
   test('a table on the GPU under a CPU model is an Error naming the column', async () => {
     const est = estimatorOn('cpu', 'cuda');
-    await expect(est.train(dataset(1024, 0), { steps: 1 })).rejects.toThrow(/feature column '(item|user)_embedding': its table is on cuda:0 but the model runs on cpu/);
+    await expect(est.train(dataset(1024, TRAIN), { steps: 1 })).rejects.toThrow(/feature column '(item|user)_embedding': its table is on cuda:0 but the model runs on cpu/);
   });
 });

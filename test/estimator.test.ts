@@ -7,25 +7,11 @@ import * as hb from '../lib';
 import { CompiledStep } from '../lib/graph/compiled_step';
 import { Graph, VariableStore } from '../lib/graph/graph';
 import { placeholder } from '../lib/graph/ops/sources';
+import { dataset, EVAL, numDense, tables, TRAIN } from './support/planted_data';
 
 const fc = hb.featureColumn;
 const { ModeKeys } = hb.estimator;
 const m = hb.math;
-
-const numDense = 4;
-const tables = [
-  { name: 'user', vocabularySize: 2000, hotness: 1, alpha: 1.05 },
-  { name: 'item', vocabularySize: 1000, hotness: [1, 3] as [number, number], alpha: 1.1 },
-];
-
-// Train and eval rows come from one planted model (one seed), split by partition so
-// evaluation is on held-out rows: partition 0 trains, partition 1 evaluates.
-const TRAIN = 0;
-const EVAL = 1;
-function dataset(numSamples: number, partitionIndex: number, batch = 256) {
-  return () =>
-    hb.data.Dataset.synthetic({ numDense, tables, numSamples: 2 * numSamples, seed: 11, blockRows: 1024, partitionCount: 2, partitionIndex }).batch(batch);
-}
 
 function columns() {
   return {
