@@ -4,7 +4,6 @@
 // sums added in order), so reductions give the CPU's bits; transcendental functions
 // (exp, tanh, log) use CUDA's own and may differ from glibc's in the last place.
 #include <memory>
-#include <type_traits>
 
 #include "cuda/cuda_context.h"
 #include "cuda/dense_kernels.h"

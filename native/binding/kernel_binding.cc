@@ -1,6 +1,7 @@
 // kernelRun: one plan kernel, eagerly, on the executor of its tensors' device. Tests check
 // each kernel against a reference (and the CUDA kernels against the CPU's) through it,
 // and eager graph ops can use it.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -47,12 +48,10 @@ Napi::Value kernelRun(const Napi::CallbackInfo& info) {
     Napi::Value o = outputs.Get(i);
     if (o.IsArray()) {
       std::vector<int64_t> shape = shapeArgument(o, "kernelRun: output shape");
-      Tensor t{nullptr, DType::Float32, shape};
       const int64_t size = shapeSize(shape, "kernelRun: output shape");
-      const std::vector<float> zeros(size_t(size), 0.0f);
-      t.buffer = Buffer::allocate(device, size_t(size) * sizeof(float));
-      if (size) copyBytes(t.buffer->data(), device, zeros.data(), Device::cpu(), t.bytes());
-      args->out.push_back(t);
+      Tensor zeros{Buffer::allocate(Device::cpu(), std::max<size_t>(size_t(size) * sizeof(float), 1)), DType::Float32, shape};
+      if (size) std::memset(zeros.buffer->data(), 0, zeros.bytes());
+      args->out.push_back(onDevice(zeros, device));
     } else {
       const std::string what = "kernelRun: outputs[" + std::to_string(i) + "]";
       args->out.push_back(TensorHandle::unwrap(o, what.c_str()));

@@ -9,20 +9,25 @@
 namespace hb {
 namespace binding {
 
-SparseLookupRequest readLookupArguments(const Napi::CallbackInfo& info, const char* op) {
+void readLookupIds(const Napi::Value& values, const Napi::Value& rowSplits, const Napi::Value& weights,
+                   const Napi::Value& combiner, const char* op, SparseLookupRequest* request) {
   const std::string prefix = std::string(op) + ": ";
   auto named = [&](const char* what) { return prefix + what; };
+  const double code = numberArgument(combiner, named("combiner").c_str());
+  HB_CHECK(code == 0 || code == 1 || code == 2, op, "(", request->name, "): combiner must be 'sum', 'mean' or 'sqrtn'");
+  request->combiner = Combiner(int32_t(code));
+  request->ids = copyTypedArray(values, named("ids.values").c_str());
+  request->rowSplits = copyTypedArray(rowSplits, named("ids.rowSplits").c_str());
+  request->hasWeights = !weights.IsNull() && !weights.IsUndefined();
+  if (request->hasWeights) request->weights = copyTypedArray(weights, named("ids.weights").c_str());
+}
+
+SparseLookupRequest readLookupArguments(const Napi::CallbackInfo& info, const char* op) {
+  const std::string prefix = std::string(op) + ": ";
   SparseLookupRequest request;
-  request.table = TensorHandle::unwrap(info[0], named("params").c_str());
-  request.name = stringArgument(info[1], named("name").c_str());
-  const double combiner = numberArgument(info[5], named("combiner").c_str());
-  HB_CHECK(combiner == 0 || combiner == 1 || combiner == 2, op, "(", request.name,
-           "): combiner must be 'sum', 'mean' or 'sqrtn'");
-  request.combiner = Combiner(int32_t(combiner));
-  request.ids = copyTypedArray(info[2], named("ids.values").c_str());
-  request.rowSplits = copyTypedArray(info[3], named("ids.rowSplits").c_str());
-  request.hasWeights = !info[4].IsNull() && !info[4].IsUndefined();
-  if (request.hasWeights) request.weights = copyTypedArray(info[4], named("ids.weights").c_str());
+  request.table = TensorHandle::unwrap(info[0], (prefix + "params").c_str());
+  request.name = stringArgument(info[1], (prefix + "name").c_str());
+  readLookupIds(info[2], info[3], info[4], info[5], op, &request);
   return request;
 }
 

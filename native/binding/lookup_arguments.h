@@ -14,5 +14,10 @@ namespace binding {
 // is queued. `op` names the call in errors.
 SparseLookupRequest readLookupArguments(const Napi::CallbackInfo& info, const char* op);
 
+// The ids part alone (values, rowSplits, weights | null | undefined, combiner), copied as
+// above into `request`, whose name the errors use.
+void readLookupIds(const Napi::Value& values, const Napi::Value& rowSplits, const Napi::Value& weights,
+                   const Napi::Value& combiner, const char* op, SparseLookupRequest* request);
+
 }  // namespace binding
 }  // namespace hb

@@ -1,7 +1,7 @@
 // hb.strings.fingerprint64 and hb.strings.toHashBucketFast. Synchronous, as their
 // TensorFlow namesakes are in eager mode; on the CPU they hash on the JS thread without
-// waiting for the thread pool (which a running training step may hold). On CUDA the
-// call waits for the device, behind work already queued on it.
+// waiting for the thread pool (which a running training step may hold). On CUDA they
+// use the JS thread's stream, not the executor's queue, and wait for their own kernels.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -126,8 +126,7 @@ Napi::Value stringsFingerprint(const Napi::CallbackInfo& info) {
     const bool int64 = ints.dtype == DType::Int64;
     hashes.resize(size_t(ints.size()));
     if (device.isCuda()) {
-      const void* data = int64 ? static_cast<const void*>(ints.data<int64_t>()) : static_cast<const void*>(ints.data<int32_t>());
-      cuda::fingerprintDecimal(device.index, data, int64, ints.size(), numBuckets, hashes.data());
+      cuda::fingerprintDecimal(device.index, ints.buffer->data(), int64, ints.size(), numBuckets, hashes.data());
     } else if (int64) {
       fingerprintDecimal(ints.data<int64_t>(), ints.size(), numBuckets, hashes.data());
     } else {

@@ -151,10 +151,7 @@ Napi::Value tensorClone(const Napi::CallbackInfo& info) {
   const Tensor source = TensorHandle::unwrap(info[0], "tensor");
   auto copy = std::make_shared<Tensor>();
   return schedule(env, source.device(), makeTask(
-      [source, copy] {
-        *copy = Tensor{Buffer::allocate(source.device(), source.bytes()), source.dtype, source.shape};
-        copyBytes(copy->buffer->data(), source.device(), source.buffer->data(), source.device(), source.bytes());
-      },
+      [source, copy] { *copy = copyTensor(source, source.device()); },
       [source, copy](Napi::Env env) -> Napi::Value { return TensorHandle::wrap(env, *copy); }));
 }
 

@@ -2,6 +2,7 @@
 // + update of a compiled step.
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "native/binding/arguments.h"
@@ -20,20 +21,28 @@ namespace binding {
 
 namespace {
 
+// info[0..4] of an update: (hyper, variable, name, slot0 | null, slot1 | null); `op` and
+// `variable` name the call and the variable argument in errors.
+OptimizerApplyRequest readUpdateArguments(const Napi::CallbackInfo& info, const char* op, const char* variable) {
+  const std::string prefix = std::string(op) + ": ";
+  OptimizerApplyRequest r;
+  r.hyper = parseHyper(info[0]);
+  r.var = TensorHandle::unwrap(info[1], (prefix + variable).c_str());
+  r.name = stringArgument(info[2], (prefix + "name").c_str());
+  r.hasSlot0 = !info[3].IsNull();
+  if (r.hasSlot0) r.slot0 = TensorHandle::unwrap(info[3], (prefix + "slot").c_str());
+  r.hasSlot1 = !info[4].IsNull();
+  if (r.hasSlot1) r.slot1 = TensorHandle::unwrap(info[4], (prefix + "slot").c_str());
+  return r;
+}
+
 // optimizerApply(hyper, variable, name, slot0 | null, slot1 | null, grad | null,
 //                values | null, indices | null, checkOnly) -> Promise<void> | undefined
 // checkOnly: run every check and queue nothing (applyGradients checks all its pairs
 // before it queues any).
 Napi::Value optimizerApply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  OptimizerApplyRequest r;
-  r.hyper = parseHyper(info[0]);
-  r.var = TensorHandle::unwrap(info[1], "applyGradients: variable");
-  r.name = stringArgument(info[2], "applyGradients: name");
-  r.hasSlot0 = !info[3].IsNull();
-  if (r.hasSlot0) r.slot0 = TensorHandle::unwrap(info[3], "applyGradients: slot");
-  r.hasSlot1 = !info[4].IsNull();
-  if (r.hasSlot1) r.slot1 = TensorHandle::unwrap(info[4], "applyGradients: slot");
+  OptimizerApplyRequest r = readUpdateArguments(info, "applyGradients", "variable");
   r.sparse = info[5].IsNull();
   if (!r.sparse) {
     r.grad = TensorHandle::unwrap(info[5], "applyGradients: gradient");
@@ -79,14 +88,7 @@ Napi::Value embeddingLookupSparseGrad(const Napi::CallbackInfo& info) {
 Napi::Value lookupBackwardApply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const char* op = "lookupBackwardApply";
-  OptimizerApplyRequest update;
-  update.hyper = parseHyper(info[0]);
-  update.var = TensorHandle::unwrap(info[1], "lookupBackwardApply: table");
-  update.name = stringArgument(info[2], "lookupBackwardApply: name");
-  update.hasSlot0 = !info[3].IsNull();
-  if (update.hasSlot0) update.slot0 = TensorHandle::unwrap(info[3], "lookupBackwardApply: slot");
-  update.hasSlot1 = !info[4].IsNull();
-  if (update.hasSlot1) update.slot1 = TensorHandle::unwrap(info[4], "lookupBackwardApply: slot");
+  const OptimizerApplyRequest update = readUpdateArguments(info, op, "table");
   HB_CHECK(info[5].IsArray(), op, "(", update.name, "): lookups must be an array");
   const Napi::Array list = info[5].As<Napi::Array>();
   std::vector<SparseLookupRequest> lookups;
@@ -97,15 +99,7 @@ Napi::Value lookupBackwardApply(const Napi::CallbackInfo& info) {
     SparseLookupRequest r;
     r.table = update.var;
     r.name = update.name;
-    r.ids = copyTypedArray(item.Get("values"), "lookupBackwardApply: ids.values");
-    r.rowSplits = copyTypedArray(item.Get("rowSplits"), "lookupBackwardApply: ids.rowSplits");
-    const Napi::Value weights = item.Get("weights");
-    r.hasWeights = !weights.IsNull() && !weights.IsUndefined();
-    if (r.hasWeights) r.weights = copyTypedArray(weights, "lookupBackwardApply: ids.weights");
-    const double combiner = numberArgument(item.Get("combiner"), "lookupBackwardApply: combiner");
-    HB_CHECK(combiner == 0 || combiner == 1 || combiner == 2, op, "(", update.name,
-             "): combiner must be 'sum', 'mean' or 'sqrtn'");
-    r.combiner = Combiner(int32_t(combiner));
+    readLookupIds(item.Get("values"), item.Get("rowSplits"), item.Get("weights"), item.Get("combiner"), op, &r);
     const Napi::Value maxNorm = item.Get("maxNorm");
     if (!maxNorm.IsUndefined()) r.maxNorm = float(numberArgument(maxNorm, "lookupBackwardApply: maxNorm"));
     lookups.push_back(std::move(r));

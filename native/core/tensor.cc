@@ -1,5 +1,7 @@
 #include "native/core/tensor.h"
 
+#include <algorithm>
+
 #include "native/core/status.h"
 
 namespace hb {
@@ -26,5 +28,13 @@ int64_t shapeSize(const std::vector<int64_t>& shape, const char* argument) {
   }
   return n;
 }
+
+Tensor copyTensor(const Tensor& t, Device device) {
+  Tensor copy{Buffer::allocate(device, std::max<size_t>(t.bytes(), 1)), t.dtype, t.shape};
+  if (t.bytes()) copyBytes(copy.buffer->data(), device, t.buffer->data(), t.device(), t.bytes());
+  return copy;
+}
+
+Tensor onDevice(const Tensor& t, Device device) { return t.device() == device ? t : copyTensor(t, device); }
 
 }  // namespace hb

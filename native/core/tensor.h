@@ -28,4 +28,9 @@ struct Tensor {
 // dimension or a product beyond 2^53 elements.
 int64_t shapeSize(const std::vector<int64_t>& shape, const char* argument);
 
+// A copy of `t` in the memory of `device` (copyBytes' threading rules apply).
+Tensor copyTensor(const Tensor& t, Device device);
+// `t` in the memory of `device`: itself when it is there already, else a copy.
+Tensor onDevice(const Tensor& t, Device device);
+
 }  // namespace hb

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -15,12 +14,6 @@ namespace {
 std::map<std::string, KernelEntry>& registry() {
   static std::map<std::string, KernelEntry> kernels;
   return kernels;
-}
-
-Tensor hostCopyOf(const Tensor& t) {
-  Tensor copy{Buffer::allocate(Device::cpu(), std::max<size_t>(t.bytes(), 1)), t.dtype, t.shape};
-  if (t.bytes()) copyBytes(copy.buffer->data(), Device::cpu(), t.buffer->data(), t.device(), t.bytes());
-  return copy;
 }
 
 }  // namespace
@@ -56,8 +49,8 @@ void runKernel(const KernelEntry& kernel, const KernelArgs& args) {
   if (!device.isCuda() || kernel.runsOnCuda) return kernel.fn(args);
   // Outputs are copied in too: accumulators are read before they are written.
   KernelArgs host{{}, {}, args.attrs, args.name};
-  for (const Tensor& t : args.in) host.in.push_back(hostCopyOf(t));
-  for (const Tensor& t : args.out) host.out.push_back(hostCopyOf(t));
+  for (const Tensor& t : args.in) host.in.push_back(copyTensor(t, Device::cpu()));
+  for (const Tensor& t : args.out) host.out.push_back(copyTensor(t, Device::cpu()));
   kernel.fn(host);
   for (size_t i = 0; i < args.out.size(); ++i) {
     if (args.out[i].bytes()) {

@@ -16,15 +16,6 @@ namespace {
 
 bool validValue(int id, size_t count) { return id >= 0 && size_t(id) < count; }
 
-Tensor copyTo(const Tensor& t, Device device) {
-  Tensor copy{Buffer::allocate(device, std::max<size_t>(t.bytes(), 1)), t.dtype, t.shape};
-  if (t.bytes()) copyBytes(copy.buffer->data(), device, t.buffer->data(), t.device(), t.bytes());
-  return copy;
-}
-
-// `t` in the memory of `device`: itself when it is there already.
-Tensor onDevice(const Tensor& t, Device device) { return t.device() == device ? t : copyTo(t, device); }
-
 }  // namespace
 
 Plan::Plan(Device device, std::vector<PlanValue> values, std::vector<Tensor> params, std::vector<PlanFeed> feeds,
@@ -290,7 +281,7 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     }
   }
   RunResult result;
-  for (int id : fetch) result.fetched.push_back(copyTo(gather({id})[0], Device::cpu()));
+  for (int id : fetch) result.fetched.push_back(copyTensor(gather({id})[0], Device::cpu()));
   // A kernel's failure shows in this step, not in a later one.
   if (device_.isCuda()) cuda::synchronize(device_.index, "a compiled step");
   result.nativeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

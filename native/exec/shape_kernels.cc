@@ -107,11 +107,12 @@ void copyKernel(const KernelArgs& args) {
            " differ in size");
   if (in.size() == 0 || in.data<float>() == out.data<float>()) return;
   const Device device = kernelDevice(args, "copy");
+  if (device.isCuda()) return copyRows(device, in.data<float>(), in.size(), out.data<float>(), out.size(), 1, in.size());
   // Copied as rows of a flat view so big copies split across the pool.
   const int64_t width = 4096;
   const int64_t rows = in.size() / width;
-  copyRows(device, in.data<float>(), width, out.data<float>(), width, rows, width);
-  copyRows(device, in.data<float>() + rows * width, 0, out.data<float>() + rows * width, 0, 1, in.size() - rows * width);
+  copyRows(Device::cpu(), in.data<float>(), width, out.data<float>(), width, rows, width);
+  copyRows(Device::cpu(), in.data<float>() + rows * width, 0, out.data<float>() + rows * width, 0, 1, in.size() - rows * width);
 }
 
 }  // namespace
