@@ -1,5 +1,6 @@
 #include "native/binding/async_task.h"
 
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -85,12 +86,15 @@ void initAsyncTasks(Napi::Env env) {
   addonState(env).completions = completions;
 }
 
-Napi::Promise schedule(Napi::Env env, Device device, std::unique_ptr<AsyncTask> task) {
+namespace {
+
+template <typename Submit>
+Napi::Promise scheduleWith(Napi::Env env, std::unique_ptr<AsyncTask> task, Submit submit) {
   Completions* completions = addonState(env).completions;
   auto* pending = new PendingTask{std::move(task), Napi::Promise::Deferred::New(env), false, std::string(), ErrorCode::Internal};
   Napi::Promise promise = pending->deferred.Promise();
   if (completions->pending++ == 0) completions->function.Ref(env);
-  submitToDevice(device, [pending, completions]() {
+  submit([pending, completions]() {
     try {
       pending->task->run();
     } catch (const Error& e) {
@@ -114,6 +118,17 @@ Napi::Promise schedule(Napi::Env env, Device device, std::unique_ptr<AsyncTask> 
     if (completions->alive) completions->function.BlockingCall(pending);
   });
   return promise;
+}
+
+}  // namespace
+
+Napi::Promise schedule(Napi::Env env, Device device, std::unique_ptr<AsyncTask> task) {
+  return scheduleWith(env, std::move(task), [device](std::function<void()> work) { submitToDevice(device, std::move(work)); });
+}
+
+Napi::Promise scheduleOnQueue(Napi::Env env, const std::string& queue, Device device, std::unique_ptr<AsyncTask> task) {
+  return scheduleWith(env, std::move(task),
+                      [&queue, device](std::function<void()> work) { submitToQueue(queue, device, std::move(work)); });
 }
 
 }  // namespace binding

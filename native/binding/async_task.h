@@ -9,6 +9,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "native/core/device.h"
@@ -29,6 +30,8 @@ class AsyncTask {
 void initAsyncTasks(Napi::Env env);
 
 Napi::Promise schedule(Napi::Env env, Device device, std::unique_ptr<AsyncTask> task);
+// The same on a named queue of its own (native/core/executor.h's submitToQueue).
+Napi::Promise scheduleOnQueue(Napi::Env env, const std::string& queue, Device device, std::unique_ptr<AsyncTask> task);
 
 // A task made of two callables; state they share lives in their captures.
 template <typename Run, typename Resolve>

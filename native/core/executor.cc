@@ -48,20 +48,40 @@ class Executor {
   std::thread thread_;
 };
 
-Executor& executorFor(Device device) {
+Executor& executorNamed(const std::string& name, Device device) {
   static std::mutex mutex;
   // Leaked on purpose: worker threads may still be parked when the process exits.
   static auto* executors = new std::map<std::string, Executor*>();
   std::lock_guard<std::mutex> lock(mutex);
-  Executor*& executor = (*executors)[device.str()];
+  Executor*& executor = (*executors)[name];
   if (executor == nullptr) executor = new Executor(device);
   return *executor;
 }
+
+Executor& executorFor(Device device) { return executorNamed(device.str(), device); }
 
 }  // namespace
 
 void submitToDevice(Device device, std::function<void()> work) {
   executorFor(device).submit(std::move(work));
+}
+
+void submitToQueue(const std::string& queue, Device device, std::function<void()> work) {
+  executorNamed("queue:" + queue + "@" + device.str(), device).submit(std::move(work));
+}
+
+void runOnDeviceAndWait(Device device, const std::function<void()>& work) {
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  submitToDevice(device, [&work, &done] {
+    try {
+      work();
+      done.set_value();
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
+  });
+  finished.get();
 }
 
 std::shared_future<void> queueMarker(Device device) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <future>
+#include <string>
 
 #include "native/core/device.h"
 
@@ -12,6 +13,15 @@ namespace hb {
 
 // Queues `work` on the device's worker. `work` must not throw.
 void submitToDevice(Device device, std::function<void()> work);
+
+// Queues `work` on a named FIFO thread of its own (e.g. a process group's, whose
+// collectives block while peers catch up), bound to `device` when that is a GPU.
+void submitToQueue(const std::string& queue, Device device, std::function<void()> work);
+
+// Runs `work` on the device's executor after everything queued there before, and
+// returns when it has run, rethrowing what it threw. For another queue's thread that
+// needs a device's buffers (never for the device's own thread: it would wait forever).
+void runOnDeviceAndWait(Device device, const std::function<void()>& work);
 
 // Ready once everything queued on `device` so far has run. A task on another device
 // that reads this device's buffers waits on it first. No cycle can form: a marker is

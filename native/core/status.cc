@@ -14,6 +14,8 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::Corrupt: return "HB_ERR_CORRUPT";
     case ErrorCode::OutOfMemory: return "HB_ERR_OUT_OF_MEMORY";
     case ErrorCode::Unimplemented: return "HB_ERR_UNIMPLEMENTED";
+    case ErrorCode::Communication: return "HB_ERR_COMM";
+    case ErrorCode::Timeout: return "HB_ERR_TIMEOUT";
     case ErrorCode::Internal: return "HB_ERR_INTERNAL";
   }
   return "HB_ERR_INTERNAL";

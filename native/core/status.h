@@ -21,6 +21,8 @@ enum class ErrorCode {
   Corrupt,          // a file's contents fail their checks
   OutOfMemory,
   Unimplemented,
+  Communication,    // a peer process has gone, or ranks disagree about a collective
+  Timeout,          // a peer did not answer within the communication timeout
   Internal,         // a bug in hb-ts
 };
 
