@@ -6,7 +6,7 @@
   'targets': [
     {
       'target_name': 'hb',
-      'sources': ['<@(hb_sources)', '<@(hb_cpu_only_sources)'],
+      'sources': ['<@(hb_sources)', '<@(hb_cpu_only_sources)', '<@(hb_no_gloo_sources)'],
       'include_dirs': [
         "<!(node -p \"require('node-addon-api').include_dir\")",
         '.'

@@ -68,6 +68,10 @@ void applyIndexedSlices(int device, const OptimizerHyper& hyper, const Optimizer
 void lookupBackwardApply(int device, const OptimizerHyper& hyper, const OptimizerTarget& target,
                          const std::vector<EmbeddingLookupArgs>& lookups, const std::vector<const float*>& outGrads);
 
+// float32 <-> float16 / bfloat16 wire values (native/kernels/wire_cast.h), device pointers.
+void packWire(int device, const float* in, uint16_t* out, int64_t n, bool bfloat16);
+void unpackWire(int device, const uint16_t* in, float* out, int64_t n, bool bfloat16);
+
 struct LibraryStatus {
   bool loaded = false;
   std::string version;

@@ -20,6 +20,25 @@ typedef int (*HbCublasSgemmFn)(void* handle, int transa, int transb, int m, int 
 // since NCCL 2.9 (major*1000 + minor*100 + patch before).
 typedef int (*HbNcclGetVersionFn)(int* version);
 
+// The rest of NCCL's C API that cuda/nccl_communicator.cu calls. ncclComm_t and
+// cudaStream_t as void*, ncclDataType_t / ncclRedOp_t / ncclResult_t as int.
+// ncclUniqueId is a struct of 128 bytes passed by value.
+struct HbNcclUniqueId {
+  char internal[128];
+};
+typedef int (*HbNcclGetUniqueIdFn)(HbNcclUniqueId* id);
+typedef int (*HbNcclCommInitRankFn)(void** comm, int nranks, HbNcclUniqueId id, int rank);
+typedef int (*HbNcclCommAbortFn)(void* comm);
+typedef int (*HbNcclCommGetAsyncErrorFn)(void* comm, int* asyncError);
+typedef const char* (*HbNcclGetErrorStringFn)(int result);
+typedef int (*HbNcclAllReduceFn)(const void* send, void* recv, size_t count, int dtype, int op, void* comm, void* stream);
+typedef int (*HbNcclAllGatherFn)(const void* send, void* recv, size_t count, int dtype, void* comm, void* stream);
+typedef int (*HbNcclBroadcastFn)(const void* send, void* recv, size_t count, int dtype, int root, void* comm,
+                                 void* stream);
+typedef int (*HbNcclSendFn)(const void* send, size_t count, int dtype, int peer, void* comm, void* stream);
+typedef int (*HbNcclRecvFn)(void* recv, size_t count, int dtype, int peer, void* comm, void* stream);
+typedef int (*HbNcclGroupFn)();
+
 }
 
 namespace hb {
@@ -27,5 +46,8 @@ namespace cuda {
 // The dlopen handle of cuBLAS, opened on first call; null when it could not be opened
 // (cublasStatus() says why).
 void* cublasLibrary();
+// The dlopen handle of NCCL, opened on first call; null when it could not be opened
+// (ncclStatus() says why).
+void* ncclLibrary();
 }  // namespace cuda
 }  // namespace hb

@@ -90,10 +90,17 @@ LibraryStatus cublasStatus() { return openedCublas().status; }
 
 void* cublasLibrary() { return openedCublas().handle; }
 
-LibraryStatus ncclStatus() {
+namespace {
+struct Nccl {
+  LibraryStatus status;
+  void* handle = nullptr;
+};
+
+const Nccl& openedNccl() {
   static std::once_flag once;
-  static LibraryStatus status;
+  static Nccl nccl;
   std::call_once(once, [] {
+    LibraryStatus& status = nccl.status;
     OpenedLibrary lib = openFirst({"libnccl.so.2", "libnccl.so"});
     if (lib.handle == nullptr) {
       status.error = lib.error;
@@ -110,9 +117,15 @@ LibraryStatus ncclStatus() {
     const int patch = code % 100;
     status.loaded = true;
     status.version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    nccl.handle = lib.handle;
   });
-  return status;
+  return nccl;
 }
+}  // namespace
+
+LibraryStatus ncclStatus() { return openedNccl().status; }
+
+void* ncclLibrary() { return openedNccl().handle; }
 
 }  // namespace cuda
 }  // namespace hb

@@ -61,11 +61,24 @@
       "native/binding/kernel_attrs.cc",
       "native/binding/registry_binding.cc",
       "native/binding/optimizer_arguments.cc",
-      "native/binding/io_binding.cc"
+      "native/binding/io_binding.cc",
+      "native/binding/distribute_binding.cc",
+      "native/kernels/wire_cast_cpu.cc",
+      "native/distribute/tcp_store.cc",
+      "native/distribute/local_communicator.cc",
+      "native/distribute/process_group.cc",
+      "native/distribute/collectives.cc"
+    ],
+    "hb_gloo_sources": [
+      "native/distribute/gloo_communicator.cc"
+    ],
+    "hb_no_gloo_sources": [
+      "native/distribute/gloo_unavailable.cc"
     ],
     "hb_cpu_only_sources": [
       "native/core/cuda_unavailable.cc",
-      "native/core/cuda_dense_unavailable.cc"
+      "native/core/cuda_dense_unavailable.cc",
+      "native/distribute/nccl_unavailable.cc"
     ],
     "hb_cuda_sources": [
       "cuda/cuda_runtime.cu",
@@ -77,7 +90,9 @@
       "cuda/embedding_backward.cu",
       "cuda/library_loader.cc",
       "cuda/dense_kernels.cu",
-      "cuda/cublas_sgemm.cu"
+      "cuda/cublas_sgemm.cu",
+      "cuda/wire_cast.cu",
+      "cuda/nccl_communicator.cu"
     ]
   }
 }

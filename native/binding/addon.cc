@@ -23,6 +23,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exportPlan(env, exports);
   exportRegistry(env, exports);
   exportIo(env, exports);
+  exportDistribute(env, exports);
   return exports;
 }
 

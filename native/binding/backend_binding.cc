@@ -6,6 +6,7 @@
 #include "native/core/device.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
+#include "native/distribute/communicator.h"
 
 namespace hb {
 namespace binding {
@@ -33,7 +34,8 @@ Napi::Value backendReport(const Napi::CallbackInfo& info) {
   report.Set("nccl", libraryReport(env, cuda::ncclStatus()));
   report.Set("cublas", libraryReport(env, cuda::cublasStatus()));
   Napi::Object gloo = Napi::Object::New(env);
-  gloo.Set("available", false);
+  gloo.Set("available", distribute::glooCompiled());
+  if (!distribute::glooCompiled()) gloo.Set("error", distribute::glooUnavailableReason());
   report.Set("gloo", gloo);
   report.Set("threads", threadPoolSize());
   return report;

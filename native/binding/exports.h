@@ -17,6 +17,7 @@ void exportKernel(Napi::Env env, Napi::Object exports);
 void exportPlan(Napi::Env env, Napi::Object exports);
 void exportRegistry(Napi::Env env, Napi::Object exports);
 void exportIo(Napi::Env env, Napi::Object exports);
+void exportDistribute(Napi::Env env, Napi::Object exports);
 
 }  // namespace binding
 }  // namespace hb

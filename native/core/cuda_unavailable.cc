@@ -28,6 +28,8 @@ void copyToHost(int, void*, const void*, size_t) { notCompiled(); }
 void copyDeviceToDevice(int, void*, const void*, size_t) { notCompiled(); }
 void embeddingLookup(int, const EmbeddingLookupArgs&) { notCompiled(); }
 void fill(int, float*, int64_t, const FillSpec&) { notCompiled(); }
+void packWire(int, const float*, uint16_t*, int64_t, bool) { notCompiled(); }
+void unpackWire(int, const uint16_t*, float*, int64_t, bool) { notCompiled(); }
 
 int64_t unique(int, const void*, bool, int64_t, void*, int32_t*) { notCompiled(); }
 void partitionByOwner(int, const void*, bool, int64_t, int32_t, void*, int32_t*, int32_t*) { notCompiled(); }

@@ -1,0 +1,177 @@
+#include "native/distribute/process_group.h"
+
+#include <cstring>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "native/core/status.h"
+
+namespace hb {
+namespace distribute {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
+}
+
+// What every rank says about itself at arrival; ranks compare them so a job started
+// with mismatched settings fails at once, naming who differs.
+std::string arrivalRecord(const ProcessGroupConfig& config) {
+  return std::to_string(config.worldSize) + " " + config.backend;
+}
+
+}  // namespace
+
+std::string processGroupQueue() { return "distribute"; }
+
+ProcessGroup::ProcessGroup(const ProcessGroupConfig& config) : config_(config) {
+  HB_CHECK(config.worldSize >= 1, "distribute.init: WORLD_SIZE must be >= 1, got ", config.worldSize);
+  HB_CHECK(config.rank >= 0 && config.rank < config.worldSize, "distribute.init: RANK ", config.rank,
+           " is outside the world of ", config.worldSize, " processes (ranks 0..", config.worldSize - 1, ")");
+  HB_CHECK(config.timeout.count() > 0, "distribute.init: timeoutMs must be > 0");
+  CommunicatorConfig comm{config.rank, config.worldSize, config.device, config.timeout};
+  if (config.backend == "local") {
+    HB_CHECK(config.worldSize == 1, "distribute.init: backend 'local' is for a world of 1 process, WORLD_SIZE is ",
+             config.worldSize, "; use 'gloo' (CPU) or 'nccl' (GPU)");
+    communicator_ = makeLocalCommunicator(comm);
+    return;
+  }
+  HB_CHECK(config.backend == "gloo" || config.backend == "nccl", "distribute.init: backend must be 'local', 'gloo' or 'nccl', got '",
+           config.backend, "'");
+  HB_CHECK(config.masterPort > 0 && config.masterPort < 65536, "distribute.init: MASTER_PORT must be in 1..65535, got ",
+           config.masterPort);
+  if (config.rank == 0) server_ = std::make_unique<TcpStoreServer>(config.masterAddr, config.masterPort);
+  store_ = std::make_unique<TcpStoreClient>(config.masterAddr, config.masterPort, config.rank, config.timeout);
+  awaitArrivals();
+  communicator_ = config.backend == "gloo" ? makeGlooCommunicator(comm, *store_) : makeNcclCommunicator(comm, *store_);
+}
+
+ProcessGroup::~ProcessGroup() {
+  // The communicator's connections go before the store's: peers still shutting down
+  // ask the store which ranks have gone.
+  communicator_.reset();
+  store_.reset();
+  server_.reset();
+}
+
+void ProcessGroup::awaitArrivals() {
+  const std::string mine = arrivalRecord(config_);
+  store_->set("arrived/" + std::to_string(config_.rank), std::vector<char>(mine.begin(), mine.end()));
+  const auto deadline = Clock::now() + config_.timeout;
+  for (int r = 0; r < config_.worldSize; ++r) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    std::vector<char> theirs;
+    try {
+      theirs = store_->get("arrived/" + std::to_string(r), std::max(left, std::chrono::milliseconds(1)));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Timeout) throw;
+      // The connection is out of step after a timeout: ask through a new one who came.
+      TcpStoreClient probe(config_.masterAddr, config_.masterPort, -1, std::chrono::milliseconds(5000));
+      std::vector<int> missing;
+      for (int q = 0; q < config_.worldSize; ++q) {
+        if (!probe.has("arrived/" + std::to_string(q))) missing.push_back(q);
+      }
+      failWith(ErrorCode::Timeout, "distribute.init: rank", missing.size() == 1 ? " " : "s ", rankList(missing),
+               " of ", config_.worldSize, " did not arrive within ", config_.timeout.count(),
+               " ms (HB_COMM_TIMEOUT_MS / timeoutMs); was every rank started with WORLD_SIZE=", config_.worldSize, "?");
+    }
+    const std::string record(theirs.begin(), theirs.end());
+    if (record != mine) {
+      failWith(ErrorCode::Communication, "distribute.init: rank ", r, " was started with WORLD_SIZE and backend '",
+               record, "' but rank ", config_.rank, " with '", mine, "'");
+    }
+  }
+}
+
+uint64_t ProcessGroup::beginCollective(const char* name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  HB_CHECK_CODE(broken_.empty(), Communication, name, ": the process group failed earlier and cannot be used (", broken_,
+                "); call hb.distribute.shutdown() and start the job again");
+  return ++sequence_;
+}
+
+void ProcessGroup::fail(const char* name, uint64_t sequence, const std::exception& error, Clock::time_point started) {
+  if (const Error* ours = dynamic_cast<const Error*>(&error)) {
+    // Our own checks (ranks disagree, bad arguments): every rank saw the same headers
+    // and throws the same, so the group stays usable.
+    if (ours->code() != ErrorCode::Communication && ours->code() != ErrorCode::Timeout) throw *ours;
+  }
+  std::ostringstream message;
+  message << name << " (collective #" << sequence << " on rank " << config_.rank << "): ";
+  std::vector<int> gone;
+  bool storeGone = false;
+  if (store_) {
+    try {
+      gone = store_->goneRanks(std::chrono::milliseconds(5000));
+    } catch (const std::exception&) {
+      storeGone = true;
+    }
+  }
+  const bool timedOut = Clock::now() - started >= config_.timeout;
+  ErrorCode code = ErrorCode::Communication;
+  if (storeGone) {
+    message << "rank 0 has gone (its process exited; it also served the rendezvous store)";
+  } else if (!gone.empty()) {
+    message << "rank" << (gone.size() == 1 ? " " : "s ") << rankList(gone) << (gone.size() == 1 ? " has" : " have")
+            << " gone (the process exited or closed its connections)";
+  } else if (timedOut) {
+    code = ErrorCode::Timeout;
+    message << "no answer from the other ranks within " << config_.timeout.count()
+            << " ms (HB_COMM_TIMEOUT_MS); a peer is stuck or has not reached this collective";
+  } else {
+    message << "the transport failed";
+  }
+  message << " [" << communicator_->backend() << ": " << error.what() << "]";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.empty()) broken_ = message.str();
+  }
+  failWith(code, message.str());
+}
+
+void ProcessGroup::markBroken(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (broken_.empty()) broken_ = why;
+}
+
+void ProcessGroup::shutdown() {
+  if (!store_) return;
+  try {
+    leaveStore();
+  } catch (const Error&) {
+    // A broken group leaves as it can: its peers or rank 0's store may be gone.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.empty()) throw;
+  }
+}
+
+void ProcessGroup::leaveStore() {
+  store_->set("shutdown/" + std::to_string(config_.rank), {1});
+  if (config_.rank != 0) return;
+  // Rank 0 serves the store: it stays until each other rank has left, or has gone.
+  const auto deadline = Clock::now() + config_.timeout;
+  std::vector<bool> left(size_t(config_.worldSize), false);
+  left[0] = true;
+  while (Clock::now() < deadline) {
+    const std::vector<int> gone = store_->goneRanks(config_.timeout);
+    for (int r : gone) {
+      if (r >= 0 && r < config_.worldSize) left[size_t(r)] = true;
+    }
+    bool all = true;
+    for (int r = 1; r < config_.worldSize; ++r) {
+      if (!left[size_t(r)]) left[size_t(r)] = store_->has("shutdown/" + std::to_string(r));
+      all = all && left[size_t(r)];
+    }
+    if (all) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace distribute
+}  // namespace hb

@@ -1,0 +1,75 @@
+// The processes of one job acting as one: the rendezvous store (served by rank 0),
+// one communicator, and the bookkeeping that turns a transport failure into an Error
+// that names the peer. One per process (the world); created and used on its own queue
+// (queueName), so collectives run one at a time in the order they were called.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "native/core/device.h"
+#include "native/distribute/communicator.h"
+#include "native/distribute/tcp_store.h"
+
+namespace hb {
+namespace distribute {
+
+struct ProcessGroupConfig {
+  int rank = 0;
+  int worldSize = 1;
+  int localRank = 0;
+  int localWorldSize = 1;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 29500;
+  std::string backend = "local";  // local | gloo | nccl
+  Device device;
+  std::chrono::milliseconds timeout{300000};
+};
+
+class ProcessGroup {
+ public:
+  // Rendezvous and connect; blocks until every rank has arrived or the timeout.
+  explicit ProcessGroup(const ProcessGroupConfig& config);
+  ~ProcessGroup();
+
+  const ProcessGroupConfig& config() const { return config_; }
+  int rank() const { return config_.rank; }
+  int worldSize() const { return config_.worldSize; }
+  Communicator& communicator() { return *communicator_; }
+
+  // The number of this collective among those called on this rank, from 1. Throws when
+  // an earlier one failed in transport (the communicator cannot be trusted after that).
+  uint64_t beginCollective(const char* name);
+  // Rethrows `error` from `name` #sequence as an hb::Error. Transport failures break the
+  // group and name the peers whose processes have gone (asked of the store).
+  [[noreturn]] void fail(const char* name, uint64_t sequence, const std::exception& error,
+                         std::chrono::steady_clock::time_point started);
+
+  // After which every collective fails with `why`.
+  void markBroken(const std::string& why);
+
+  // Waits (up to the timeout) until every live rank has called shutdown, then closes
+  // the communicator and, on rank 0, the store.
+  void shutdown();
+
+ private:
+  void awaitArrivals();
+  void leaveStore();
+
+  ProcessGroupConfig config_;
+  std::unique_ptr<TcpStoreServer> server_;  // rank 0 only
+  std::unique_ptr<TcpStoreClient> store_;
+  std::unique_ptr<Communicator> communicator_;
+  std::mutex mutex_;
+  uint64_t sequence_ = 0;
+  std::string broken_;  // why the group cannot be used any more
+};
+
+// The queue a process group's work runs on.
+std::string processGroupQueue();
+
+}  // namespace distribute
+}  // namespace hb
