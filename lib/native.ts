@@ -39,7 +39,8 @@ export interface BackendReport {
   cuda: { compiled: boolean; deviceCount: number; error?: string };
   nccl: LibraryReport;
   cublas: LibraryReport;
-  gloo: { available: boolean };
+  /** CPU collectives (hb.distribute) on Gloo; `error` says why not when absent. */
+  gloo: { available: boolean; error?: string };
   /** Host threads the CPU kernels use (HB_NUM_THREADS, else the hardware threads). */
   threads: number;
 }
@@ -234,6 +235,19 @@ export interface NativeAddon {
     name?: string,
     device?: string,
   ): Promise<Array<NativeTensorHandle | null>>;
+
+  // hb.distribute (lib/distribute): the process group and its collectives, each on the
+  // group's own queue in call order.
+  distInit(config: {
+    rank: number; worldSize: number; localRank: number; localWorldSize: number; masterAddr: string; masterPort: number;
+    backend: string; device: string; timeoutMs: number;
+  }): Promise<void>;
+  distShutdown(): Promise<void>;
+  distAllreduce(tensor: NativeTensorHandle, op?: string): Promise<NativeTensorHandle>;
+  distAllgather(tensor: NativeTensorHandle): Promise<{ tensor: NativeTensorHandle; rowsPerRank: number[] }>;
+  distAlltoallv(tensor: NativeTensorHandle, sendCounts: number[], wireDtype?: string): Promise<{ tensor: NativeTensorHandle; recvCounts: number[] }>;
+  distBroadcast(tensor: NativeTensorHandle, root: number): Promise<NativeTensorHandle>;
+  distBarrier(): Promise<void>;
 
   /** A compiled graph (lib/graph/plan_spec.ts) as a native plan; `params` are bound to spec.params in order. */
   planCreate(spec: PlanSpec, params: NativeTensorHandle[]): NativePlan;

@@ -1,12 +1,15 @@
-// The hb-ts command: `train` (DLRM on defaults or a config file), `info` (backend report).
-import { Command } from 'commander';
+// The hb-ts command: `train` (DLRM on defaults or a config file), `launch` (a job's
+// workers on this node), `info` (backend report).
+import { Command, InvalidArgumentError } from 'commander';
 import * as os from 'os';
+import * as path from 'path';
 import { backend } from '../backend';
 import * as data from '../data';
 import { Estimator } from '../estimator/estimator';
 import { RunConfig } from '../estimator/run_config';
 import { EvalSpec, TrainSpec } from '../estimator/specs';
 import { trainAndEvaluate } from '../estimator/train_and_evaluate';
+import { launch, LaunchOptions } from '../distribute/launch';
 import { dlrmModelFn } from '../models/dlrm';
 import { AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer } from '../train/optimizers';
 import { readTrainConfig, TrainConfig } from './train_config';
@@ -50,24 +53,66 @@ async function train(configFile: string | undefined): Promise<void> {
   console.log(`done: eval loss ${result.loss.toFixed(5)}, eval AUC ${result.auc.toFixed(4)}, ${estimator.globalStep} steps in ${seconds.toFixed(1)} s (with evaluations), ${Math.round(trainedSamples / seconds)} samples/s`);
 }
 
+function integerOption(name: string) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number, got '${value}'`);
+    return Number(value);
+  };
+}
+
+interface LaunchFlags {
+  nprocPerNode: number;
+  nnodes?: number;
+  nodeRank?: number;
+  masterAddr?: string;
+  masterPort?: number;
+}
+
+function withLaunchOptions(command: Command, nprocDefault?: number): Command {
+  return command
+    .option('--nproc-per-node <n>', 'workers to start on this node', integerOption('--nproc-per-node'), nprocDefault)
+    .option('--nnodes <n>', 'nodes in the job', integerOption('--nnodes'))
+    .option('--node-rank <r>', "this node's place among them (0 .. nnodes - 1)", integerOption('--node-rank'))
+    .option('--master-addr <addr>', "rank 0's machine (default 127.0.0.1)")
+    .option('--master-port <port>', "rank 0's store port (default: a free one on one node, 29500 on several)", integerOption('--master-port'));
+}
+
+// Runs the job and exits as the launcher should: 0, or the failed worker's code.
+async function runLaunch(flags: LaunchFlags, script: string, args: string[]): Promise<void> {
+  const options: LaunchOptions = { ...flags, script, args };
+  const result = await launch(options);
+  process.exitCode = result.exitCode;
+}
+
 export async function main(argv: string[]): Promise<void> {
   const program = new Command();
-  program.name('hb-ts').description('Train recommendation models with huge sparse embedding tables.');
-  program
-    .command('train')
-    .argument('[config]', 'a JSON file of settings (see lib/cli/train_config.ts); default: DLRM on generated data')
-    .description('train a model and print loss, AUC and throughput')
-    .action((config?: string) => train(config));
+  program.name('hb-ts').description('Train recommendation models with huge sparse embedding tables.').enablePositionalOptions();
+  withLaunchOptions(
+    program
+      .command('train')
+      .argument('[config]', 'a JSON file of settings (see lib/cli/train_config.ts); default: DLRM on generated data')
+      .description('train a model and print loss, AUC and throughput (--nproc-per-node N: on N local processes)'),
+  ).action(async (config: string | undefined, flags: Partial<LaunchFlags>) => {
+    // A launcher when asked for workers and not one itself.
+    if (flags.nprocPerNode !== undefined && process.env.RANK === undefined && (flags.nprocPerNode > 1 || (flags.nnodes ?? 1) > 1)) {
+      const args = ['train', ...(config ? [path.resolve(config)] : [])];
+      await runLaunch(flags as LaunchFlags, path.resolve(__dirname, '..', '..', 'bin', 'hb-ts.js'), args);
+      return;
+    }
+    await train(config);
+  });
   program
     .command('info')
     .description('what was built and what this machine has')
     .action(() => console.log(JSON.stringify(backend(), null, 2)));
-  program
-    .command('launch')
-    .description('start N local workers (multi-process training is not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      throw new Error('hb-ts launch: distributed training is not built yet');
-    });
+  withLaunchOptions(
+    program
+      .command('launch')
+      .description("start this node's workers of a job (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set), each line prefixed with its rank")
+      .argument('<script>', 'the JavaScript file each worker runs with node')
+      .argument('[args...]', "the script's own arguments")
+      .passThroughOptions(),
+    1,
+  ).action((script: string, args: string[], flags: LaunchFlags) => runLaunch(flags, script, args));
   await program.parseAsync(argv);
 }

@@ -1,2 +1,10 @@
 export { partitionByOwner } from './partition_by_owner';
 export type { PartitionResult } from './partition_by_owner';
+export { init, context, shutdown, isInitialized } from './process_group';
+export type { CommBackend, DistributedContext, InitOptions } from './process_group';
+export { allreduce, allgather, allgatherv, alltoallv, broadcast, barrier } from './collectives';
+export type { ReduceOp, WireDType } from './collectives';
+export { rendezvousFromEnv, commTimeoutFromEnv } from './rendezvous_env';
+export type { RendezvousInfo } from './rendezvous_env';
+export { launch } from './launch';
+export type { LaunchOptions, LaunchResult } from './launch';

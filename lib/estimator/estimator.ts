@@ -4,6 +4,8 @@
 // in modelDir; the train loop (train_loop.ts) runs the steps, hooks and checkpoint
 // cadence. The Estimator keeps the global step and decides what is restored when.
 import { currentDevice } from '../backend';
+import { init, isInitialized } from '../distribute/process_group';
+import { rendezvousFromEnv } from '../distribute/rendezvous_env';
 import { EmbeddingTable } from '../embedding/embedding_table';
 import { Variable } from '../tensor/variable';
 import { CheckpointItem, CheckpointManager, tableItem, variableItem } from './checkpoint_manager';
@@ -171,6 +173,7 @@ export class Estimator {
       }
     }
     if (maxSteps !== undefined && steps !== undefined) throw new Error('train: give steps or maxSteps, not both (as TF)');
+    await joinJob();
     const first = await batches.next();
     if (first.done) return { reason: 'inputEnd' };
     const built = await this.build(ModeKeys.TRAIN, first.value);
@@ -254,4 +257,18 @@ export class Estimator {
       }
     }
   }
+}
+
+// Under a launcher (WORLD_SIZE > 1) the Estimator joins the job, as HybridBackend's
+// does. Training across processes needs its tables sharded over them, which is not
+// built yet: until it is, the job stops here with that said, rather than N processes
+// each training a model of their own.
+async function joinJob(): Promise<void> {
+  const job = rendezvousFromEnv();
+  if (job.worldSize <= 1) return;
+  if (!isInitialized()) await init();
+  throw new Error(
+    `Estimator: training on ${job.worldSize} processes needs embedding tables sharded across them, which this version of hb-ts ` +
+      'does not have yet; hb.distribute (init, allreduce, alltoallv, ...) works, and the Estimator trains in one process',
+  );
 }
