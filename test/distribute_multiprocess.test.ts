@@ -6,7 +6,15 @@
 import * as net from 'net';
 import * as hb from '../lib';
 import { freePort } from '../lib/distribute/launch';
-import { cliPath, killAll, resultsByRank, runNode, startNode, workerPath } from './support/processes';
+import * as processes from './support/processes';
+import { cliPath, killAll, resultsByRank, workerPath } from './support/processes';
+
+// Workers run on the CPU (Gloo) unless a test says otherwise: on a GPU machine the
+// default device would be the GPU, and two workers cannot share one GPU under NCCL.
+type NodeOptions = { env?: NodeJS.ProcessEnv; timeoutMs?: number };
+const onCpu = (options: NodeOptions = {}): NodeOptions => ({ ...options, env: { HB_DEVICE: 'cpu', ...options.env } });
+const runNode = (args: string[], options?: NodeOptions) => processes.runNode(args, onCpu(options));
+const startNode = (args: string[], options?: NodeOptions) => processes.startNode(args, onCpu(options));
 
 const glooBuilt = hb.backend().gloo.available;
 const describeGloo = glooBuilt ? describe : describe.skip;
@@ -33,15 +41,20 @@ function resultOf(stdout: string): any {
 }
 
 describeGloo('collectives over Gloo between processes', () => {
-  test.each([2, 3])('every collective, dtype and op over %i processes', async (W) => {
-    const run = await runNode(launchArgs(W, 'collectives'), { timeoutMs: 90_000 });
+  const gpus = hb.backend().cuda.deviceCount;
+  const worlds: Array<[number, string]> = [[2, 'gloo'], [3, 'gloo']];
+  // One process per GPU (the launcher shows each its own), where there are 2 or more.
+  if (gpus >= 2 && hb.backend().nccl.loaded) worlds.push([Math.min(gpus, 3), 'nccl']);
+  test.each(worlds)('every collective, dtype and op over %i processes (%s)', async (W, backend) => {
+    const env = backend === 'nccl' ? { HB_DEVICE: 'cuda' } : { HB_DEVICE: 'cpu' };
+    const run = await runNode(launchArgs(W, 'collectives'), { env, timeoutMs: 90_000 });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const results = resultsByRank(run.stdout);
     expect([...results.keys()].sort()).toEqual(Array.from({ length: W }, (_, r) => r));
     const sum = W * (W + 1) / 2;
     for (const [q, out] of results) {
-      expect(out.context).toEqual({ rank: q, worldSize: W, localRank: q, localWorldSize: W, device: 'cpu', backend: 'gloo' });
+      expect(out.context).toEqual({ rank: q, worldSize: W, localRank: q, localWorldSize: W, device: backend === 'nccl' ? 'cuda:0' : 'cpu', backend });
       for (const dtype of ['float32', 'float64', 'int32', 'int64']) {
         const asDtype = (xs: number[]) => (dtype === 'int64' ? xs.map(String) : xs);
         expect(out[`allreduce/${dtype}/sum`]).toEqual({ dtype, shape: [3], values: asDtype([sum, -2 * sum, 7 * W]) });

@@ -128,7 +128,7 @@ Napi::Value collective(const Napi::CallbackInfo& info, CollectiveKind kind, Pars
   try {
     args = parse();
   } catch (const std::exception& e) {
-    if (group->worldSize() == 1) throw;
+    if (std::string(group->communicator().backend()) == "local") throw;
     std::string why = e.what();
     ErrorCode code = ErrorCode::InvalidArgument;
     if (const auto* napi = dynamic_cast<const Napi::Error*>(&e)) {

@@ -151,6 +151,10 @@ int64_t rowElements(const Tensor& t) {
   return n;
 }
 
+// The 'local' backend (a world of one) returns inputs as they are; Gloo and NCCL run
+// their whole path even alone, so a world of one exercises what a larger one runs.
+bool isLocal(ProcessGroup& group) { return std::string(group.communicator().backend()) == "local"; }
+
 // Runs one collective: numbers it, and turns what escapes into the Error every rank
 // can act on (ProcessGroup::fail).
 template <typename Body>
@@ -202,7 +206,7 @@ Tensor allreduce(ProcessGroup& group, const Tensor& input, ReduceOp op) {
   const bool integral = input.dtype == DType::Int32 || input.dtype == DType::Int64;
   if (why.empty() && !floating && !integral) why = std::string("cannot reduce ") + dtypeName(input.dtype);
   if (why.empty() && op == ReduceOp::Mean && !floating) why = std::string("op 'mean' needs float32 or float64, the tensor is ") + dtypeName(input.dtype);
-  if (group.worldSize() == 1) {
+  if (isLocal(group)) {
     HB_CHECK(why.empty(), "allreduce: ", why);
     return input;
   }
@@ -222,7 +226,7 @@ Tensor allreduce(ProcessGroup& group, const Tensor& input, ReduceOp op) {
 RowsResult allgather(ProcessGroup& group, const Tensor& input) {
   std::string why = checkRank(input);
   if (why.empty() && input.shape.empty()) why = "needs a tensor of rank >= 1 (rows to gather), got a scalar";
-  if (group.worldSize() == 1) {
+  if (isLocal(group)) {
     HB_CHECK(why.empty(), "allgather: ", why);
     return RowsResult{input, {input.shape[0]}};
   }
@@ -273,7 +277,7 @@ RowsResult alltoallv(ProcessGroup& group, const Tensor& input, const std::vector
                        input.dtype == DType::Int64)) {
     why = std::string("cannot exchange ") + dtypeName(input.dtype);
   }
-  if (world == 1) {
+  if (isLocal(group)) {
     HB_CHECK(why.empty(), "alltoallv: ", why);
     return RowsResult{input, sendRows};
   }
@@ -336,7 +340,7 @@ Tensor broadcast(ProcessGroup& group, const Tensor& input, int root) {
   if (why.empty() && (root < 0 || root >= group.worldSize())) {
     why = "root " + std::to_string(root) + " is not a rank of the world of " + std::to_string(group.worldSize());
   }
-  if (group.worldSize() == 1) {
+  if (isLocal(group)) {
     HB_CHECK(why.empty(), "broadcast: ", why);
     return input;
   }
@@ -354,7 +358,7 @@ Tensor broadcast(ProcessGroup& group, const Tensor& input, int root) {
 }
 
 void barrier(ProcessGroup& group) {
-  if (group.worldSize() == 1) return;
+  if (isLocal(group)) return;
   run(group, CollectiveKind::Barrier, [&](uint64_t sequence) {
     // Every rank's header arrives only once every rank has sent it: that is a barrier.
     exchangeHeaders(group, headerFor(CollectiveKind::Barrier, sequence));
@@ -363,7 +367,7 @@ void barrier(ProcessGroup& group) {
 }
 
 void announceFailure(ProcessGroup& group, CollectiveKind kind, const std::string& why) {
-  if (group.worldSize() == 1) fail(collectiveName(kind), ": ", why);
+  if (isLocal(group)) fail(collectiveName(kind), ": ", why);
   run(group, kind, [&](uint64_t sequence) {
     CollectiveHeader mine = headerFor(kind, sequence);
     setFailure(mine, why);

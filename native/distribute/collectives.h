@@ -6,8 +6,9 @@
 // counts ride along in worlds of up to 64 ranks).
 //
 // Called on the process group's queue. Inputs on another device than the
-// communicator's are staged there and the results moved back. With a world of one
-// process the result is the input tensor itself (no copy).
+// communicator's are staged there and the results moved back. With the 'local' backend
+// (a world of one) the result is the input tensor itself (no copy); Gloo and NCCL run
+// their whole path even in a world of one.
 #pragma once
 
 #include <optional>
