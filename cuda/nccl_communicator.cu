@@ -7,6 +7,9 @@
 // never came (the timeout) aborts the communicator instead of hanging the process.
 #include <dlfcn.h>
 
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cuda/cuda_backend.h"
@@ -83,25 +86,15 @@ class NcclCommunicator : public Communicator {
   NcclCommunicator(const CommunicatorConfig& config, TcpStoreClient& store) : config_(config), api_(ncclApi()) {
     HB_CHECK_CODE(config.device.isCuda(), Device, "distribute: backend 'nccl' needs a CUDA device, this rank has ",
                   config.device.str());
-    cuda::useDevice(config.device.index);
-    cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "nccl stream");
-    HbNcclUniqueId id;
-    if (config.rank == 0) {
-      ok(api_.getUniqueId(&id), "ncclGetUniqueId");
-      store.set("nccl/unique_id", std::vector<char>(id.internal, id.internal + sizeof id.internal));
-    } else {
-      std::vector<char> bytes = store.get("nccl/unique_id");
-      HB_CHECK_CODE(bytes.size() == sizeof id.internal, Communication, "nccl: the unique id from rank 0 has ",
-                    bytes.size(), " bytes, not ", sizeof id.internal);
-      std::copy(bytes.begin(), bytes.end(), id.internal);
+    try {
+      connect(store);
+    } catch (...) {
+      release();
+      throw;
     }
-    ok(api_.commInitRank(&comm_, config.worldSize, id, config.rank), "ncclCommInitRank");
   }
 
-  ~NcclCommunicator() override {
-    if (comm_ != nullptr) api_.commAbort(comm_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
+  ~NcclCommunicator() override { release(); }
 
   const char* backend() const override { return "nccl"; }
   Device device() const override { return config_.device; }
@@ -124,12 +117,14 @@ class NcclCommunicator : public Communicator {
   }
 
   void allreduce(void* data, int64_t count, DType dtype, ReduceOp op) override {
+    orderAfterCompute();
     const int nop = op == ReduceOp::Max ? kNcclMax : op == ReduceOp::Min ? kNcclMin : op == ReduceOp::Mean ? kNcclAvg : kNcclSum;
     ok(api_.allReduce(data, data, size_t(count), ncclType(dtype), nop, comm_, stream_), "ncclAllReduce");
     wait("allreduce");
   }
 
   void allgatherv(const void* in, void* out, const std::vector<int64_t>& bytesPerRank) override {
+    orderAfterCompute();
     std::vector<int64_t> sendBytes(size_t(config_.worldSize), bytesPerRank[size_t(config_.rank)]);
     alltoallvRaw(in, sendBytes, /*sameInputForAll=*/true, out, bytesPerRank);
     wait("allgather");
@@ -137,11 +132,13 @@ class NcclCommunicator : public Communicator {
 
   void alltoallv(const void* in, const std::vector<int64_t>& sendBytes, void* out,
                  const std::vector<int64_t>& recvBytes) override {
+    orderAfterCompute();
     alltoallvRaw(in, sendBytes, false, out, recvBytes);
     wait("alltoallv");
   }
 
   void broadcast(void* data, int64_t bytes, int root) override {
+    orderAfterCompute();
     ok(api_.broadcast(data, data, size_t(bytes), kNcclInt8, root, comm_, stream_), "ncclBroadcast");
     wait("broadcast");
   }
@@ -152,6 +149,70 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
+  void connect(TcpStoreClient& store) {
+    cuda::useDevice(config_.device.index);
+    cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "nccl stream");
+    cuda::check(cudaEventCreateWithFlags(&computeDone_, cudaEventDisableTiming), "nccl event");
+    HbNcclUniqueId id;
+    if (config_.rank == 0) {
+      ok(api_.getUniqueId(&id), "ncclGetUniqueId");
+      store.set("nccl/unique_id", std::vector<char>(id.internal, id.internal + sizeof id.internal));
+    } else {
+      std::vector<char> bytes = store.get("nccl/unique_id");
+      HB_CHECK_CODE(bytes.size() == sizeof id.internal, Communication, "nccl: the unique id from rank 0 has ",
+                    bytes.size(), " bytes, not ", sizeof id.internal);
+      std::copy(bytes.begin(), bytes.end(), id.internal);
+    }
+    // ncclCommInitRank blocks until every rank has joined, with no timeout of its own:
+    // it runs on a thread of its own, and a peer that died after the rendezvous leaves
+    // that thread behind instead of hanging this rank.
+    struct InitState {
+      std::mutex mutex;
+      std::condition_variable done;
+      bool finished = false;
+      int result = 0;
+      void* comm = nullptr;
+    };
+    auto state = std::make_shared<InitState>();
+    const HbNcclCommInitRankFn initRank = api_.commInitRank;
+    const int world = config_.worldSize, rank = config_.rank, device = config_.device.index;
+    std::thread([state, initRank, world, id, rank, device] {
+      cudaSetDevice(device);
+      void* comm = nullptr;
+      const int result = initRank(&comm, world, id, rank);
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->finished = true;
+      state->result = result;
+      state->comm = comm;
+      state->done.notify_all();
+    }).detach();
+    std::unique_lock<std::mutex> lock(state->mutex);
+    if (!state->done.wait_for(lock, config_.timeout, [&] { return state->finished; })) {
+      failWith(ErrorCode::Timeout, "nccl: ncclCommInitRank did not complete within ", config_.timeout.count(),
+               " ms (a peer died after the rendezvous, or cannot reach this one)");
+    }
+    ok(state->result, "ncclCommInitRank");
+    comm_ = state->comm;
+  }
+
+  void release() {
+    if (comm_ != nullptr) api_.commAbort(comm_);
+    comm_ = nullptr;
+    if (computeDone_ != nullptr) cudaEventDestroy(computeDone_);
+    computeDone_ = nullptr;
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    stream_ = nullptr;
+  }
+
+  // NCCL's stream waits for the work already queued on the device's compute stream:
+  // the tensors it reads (and the memory the outputs were allocated in, stream-ordered)
+  // may still be in the making there.
+  void orderAfterCompute() {
+    cudaStream_t compute = cuda::useDevice(config_.device.index).compute;
+    cuda::check(cudaEventRecord(computeDone_, compute), "nccl: cudaEventRecord");
+    cuda::check(cudaStreamWaitEvent(stream_, computeDone_, 0), "nccl: cudaStreamWaitEvent");
+  }
+
   void allgatherHostScalar(int32_t* value) {
     std::vector<int32_t> all(size_t(config_.worldSize));
     allgatherHost(value, all.data(), sizeof(int32_t));
@@ -205,6 +266,7 @@ class NcclCommunicator : public Communicator {
   CommunicatorConfig config_;
   const NcclApi& api_;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t computeDone_ = nullptr;
   void* comm_ = nullptr;
 };
 

@@ -182,6 +182,15 @@ describeGloo('rendezvous errors', () => {
     }
   });
 
+  test('two processes started with the same RANK', async () => {
+    const port = await freePort();
+    const base = { MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), HB_COMM_TIMEOUT_MS: '3000', WORLD_SIZE: '3' };
+    const ranks = [0, 1, 1].map((r) => startNode([workerPath, 'initOnly'], { env: { ...base, RANK: String(r) } }));
+    const outs = (await Promise.all(ranks.map((r) => r.done))).map((f) => resultOf(f.stdout));
+    expect(outs.filter((o) => o.message === 'rendezvous: rank 1 is already connected to the store at 127.0.0.1:' + port + ': two processes were started with RANK=1')).toHaveLength(1);
+    expect(outs[0]).toMatchObject({ fatal: true, code: 'HB_ERR_TIMEOUT', message: expect.stringMatching(/^distribute.init: rank 2 of 3 did not arrive/) });
+  });
+
   test('a rank outside the world, and ranks started with different world sizes', async () => {
     const outside = await runNode([workerPath, 'initOnly'], { env: { RANK: '2', WORLD_SIZE: '2' }, timeoutMs: 30_000 });
     expect(resultOf(outside.stdout)).toMatchObject({ fatal: true, message: 'distribute: rank 2 is outside the world of 2 processes (ranks 0..1) (from torchrun\'s variables)' });

@@ -30,6 +30,7 @@ struct World {
   std::mutex mutex;
   std::shared_ptr<ProcessGroup> group;
   bool starting = false;
+  bool stopping = false;  // a shutdown is queued: no new group until it has run
   Device queueDevice;  // the device the group's queue thread is bound to
 };
 
@@ -80,6 +81,7 @@ Napi::Value distInit(const Napi::CallbackInfo& info) {
     World& w = world();
     std::lock_guard<std::mutex> lock(w.mutex);
     HB_CHECK(w.group == nullptr && !w.starting, "distribute.init: already initialized in this process; call shutdown() first");
+    HB_CHECK(!w.stopping, "distribute.init: the previous group's shutdown() has not finished; await it first");
     w.starting = true;
     w.queueDevice = bindTo;
   }
@@ -101,18 +103,31 @@ Napi::Value distInit(const Napi::CallbackInfo& info) {
       [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
 }
 
-// distShutdown() -> Promise<void>; a no-op when not initialized.
+// distShutdown() -> Promise<void>; a no-op when not initialized. The group leaves the
+// world at once (later collectives are refused), and is torn down on its queue after
+// the collectives queued before this call.
 Napi::Value distShutdown(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return scheduleOnQueue(env, distribute::processGroupQueue(), queueDevice(), makeTask(
-      [] {
-        World& w = world();
-        std::shared_ptr<ProcessGroup> group;
-        {
-          std::lock_guard<std::mutex> lock(w.mutex);
-          group.swap(w.group);
-        }
-        if (group) group->shutdown();
+  auto group = std::make_shared<std::shared_ptr<ProcessGroup>>();
+  Device device;
+  {
+    World& w = world();
+    std::lock_guard<std::mutex> lock(w.mutex);
+    group->swap(w.group);
+    device = w.queueDevice;
+    if (*group) w.stopping = true;
+  }
+  return scheduleOnQueue(env, distribute::processGroupQueue(), device, makeTask(
+      [group] {
+        if (!*group) return;
+        struct Stopped {
+          ~Stopped() {
+            World& w = world();
+            std::lock_guard<std::mutex> lock(w.mutex);
+            w.stopping = false;
+          }
+        } stopped;
+        (*group)->shutdown();
       },
       [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
 }
@@ -128,7 +143,7 @@ Napi::Value collective(const Napi::CallbackInfo& info, CollectiveKind kind, Pars
   try {
     args = parse();
   } catch (const std::exception& e) {
-    if (std::string(group->communicator().backend()) == "local") throw;
+    if (group->backend() == "local") throw;
     std::string why = e.what();
     ErrorCode code = ErrorCode::InvalidArgument;
     if (const auto* napi = dynamic_cast<const Napi::Error*>(&e)) {

@@ -50,7 +50,9 @@ std::string shapeText(const CollectiveHeader& h, int from = 0) {
 // A rank disagrees with rank 0 about something every rank must agree on.
 [[noreturn]] void disagree(const char* name, ErrorCode code, const char* what, const std::string& at0, int rank,
                            const std::string& atRank) {
-  failWith(code, name, ": ranks disagree on the ", what, ": rank 0 has ", at0, ", rank ", rank, " has ", atRank);
+  std::ostringstream message;
+  message << name << ": ranks disagree on the " << what << ": rank 0 has " << at0 << ", rank " << rank << " has " << atRank;
+  throw AgreedError(message.str(), code);
 }
 
 std::string dtypeText(int32_t dtype) {
@@ -82,10 +84,15 @@ std::vector<CollectiveHeader> exchangeHeaders(ProcessGroup& group, CollectiveHea
   }
   // A rank whose own arguments failed reports its own reason; the others, the first
   // failed rank's.
-  if (mine.failure[0] != 0) fail(name, ": ", std::string(mine.failure, strnlen(mine.failure, sizeof mine.failure)));
+  if (mine.failure[0] != 0) {
+    throw AgreedError(std::string(name) + ": " + std::string(mine.failure, strnlen(mine.failure, sizeof mine.failure)),
+                      ErrorCode::InvalidArgument);
+  }
   for (const CollectiveHeader& h : all) {
     if (h.failure[0] != 0) {
-      fail(name, ": rank ", h.rank, " failed its own checks: ", std::string(h.failure, strnlen(h.failure, sizeof h.failure)));
+      throw AgreedError(std::string(name) + ": rank " + std::to_string(h.rank) + " failed its own checks: " +
+                            std::string(h.failure, strnlen(h.failure, sizeof h.failure)),
+                        ErrorCode::InvalidArgument);
     }
   }
   return all;
@@ -153,7 +160,7 @@ int64_t rowElements(const Tensor& t) {
 
 // The 'local' backend (a world of one) returns inputs as they are; Gloo and NCCL run
 // their whole path even alone, so a world of one exercises what a larger one runs.
-bool isLocal(ProcessGroup& group) { return std::string(group.communicator().backend()) == "local"; }
+bool isLocal(const ProcessGroup& group) { return group.backend() == "local"; }
 
 // Runs one collective: numbers it, and turns what escapes into the Error every rank
 // can act on (ProcessGroup::fail).
@@ -165,6 +172,9 @@ auto run(ProcessGroup& group, CollectiveKind kind, Body body) -> decltype(body(u
   try {
     return body(sequence);
   } catch (const std::bad_alloc&) {
+    // This rank alone ran out of memory while its peers went on: out of step.
+    group.markBroken(std::string(name) + " #" + std::to_string(sequence) + " ran out of memory on rank " +
+                     std::to_string(group.rank()));
     throw;
   } catch (const OutOfStep& e) {
     group.markBroken(e.what());

@@ -1,6 +1,7 @@
 #include "native/distribute/process_group.h"
 
 #include <cstring>
+#include <exception>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -97,18 +98,30 @@ uint64_t ProcessGroup::beginCollective(const char* name) {
 }
 
 void ProcessGroup::fail(const char* name, uint64_t sequence, const std::exception& error, Clock::time_point started) {
-  if (const Error* ours = dynamic_cast<const Error*>(&error)) {
-    // Our own checks (ranks disagree, bad arguments): every rank saw the same headers
-    // and throws the same, so the group stays usable.
-    if (ours->code() != ErrorCode::Communication && ours->code() != ErrorCode::Timeout) throw *ours;
+  if (const AgreedError* agreed = dynamic_cast<const AgreedError*>(&error)) throw *agreed;
+  const Error* ours = dynamic_cast<const Error*>(&error);
+  const bool transport = ours == nullptr || ours->code() == ErrorCode::Communication || ours->code() == ErrorCode::Timeout;
+  if (!transport) {
+    // This rank alone failed after the headers (out of memory, a device error): its
+    // peers went on into the data phase, so the group is out of step from here.
+    std::string why = std::string(name) + " (collective #" + std::to_string(sequence) + " on rank " +
+                      std::to_string(config_.rank) + ") failed on this rank: " + error.what();
+    markBroken(why);
+    failWith(ours->code(), why, "; the process group cannot be used any more");
   }
   std::ostringstream message;
   message << name << " (collective #" << sequence << " on rank " << config_.rank << "): ";
   std::vector<int> gone;
   bool storeGone = false;
   if (store_) {
+    // The store sees a dead peer's connection close a moment after the transport does.
+    const auto deadline = Clock::now() + std::chrono::milliseconds(1000);
     try {
-      gone = store_->goneRanks(std::chrono::milliseconds(5000));
+      for (;;) {
+        gone = store_->goneRanks(std::chrono::milliseconds(5000));
+        if (!gone.empty() || Clock::now() >= deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
     } catch (const std::exception&) {
       storeGone = true;
     }
@@ -127,11 +140,8 @@ void ProcessGroup::fail(const char* name, uint64_t sequence, const std::exceptio
   } else {
     message << "the transport failed";
   }
-  message << " [" << communicator_->backend() << ": " << error.what() << "]";
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (broken_.empty()) broken_ = message.str();
-  }
+  message << " [" << config_.backend << ": " << error.what() << "]";
+  markBroken(message.str());
   failWith(code, message.str());
 }
 
@@ -141,14 +151,24 @@ void ProcessGroup::markBroken(const std::string& why) {
 }
 
 void ProcessGroup::shutdown() {
-  if (!store_) return;
-  try {
-    leaveStore();
-  } catch (const Error&) {
-    // A broken group leaves as it can: its peers or rank 0's store may be gone.
+  bool wasHealthy;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (broken_.empty()) throw;
+    wasHealthy = broken_.empty();
+    if (wasHealthy) broken_ = "hb.distribute.shutdown() was called";
   }
+  std::exception_ptr failure;
+  try {
+    if (store_) leaveStore();
+  } catch (const Error&) {
+    // A group that failed leaves as it can: its peers or rank 0's store may be gone.
+    if (wasHealthy) failure = std::current_exception();
+  }
+  // Torn down here, on the group's own thread, not wherever the last reference goes.
+  communicator_.reset();
+  store_.reset();
+  server_.reset();
+  if (failure) std::rethrow_exception(failure);
 }
 
 void ProcessGroup::leaveStore() {

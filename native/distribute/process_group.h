@@ -11,6 +11,7 @@
 #include <string>
 
 #include "native/core/device.h"
+#include "native/core/status.h"
 #include "native/distribute/communicator.h"
 #include "native/distribute/tcp_store.h"
 
@@ -29,6 +30,14 @@ struct ProcessGroupConfig {
   std::chrono::milliseconds timeout{300000};
 };
 
+// What every rank of a collective throws alike, because it follows from the headers
+// all of them exchanged (ranks disagree, a rank's own arguments are wrong): the ranks
+// are still in step, so the group stays usable.
+class AgreedError : public Error {
+ public:
+  AgreedError(const std::string& message, ErrorCode code) : Error(message, code) {}
+};
+
 class ProcessGroup {
  public:
   // Rendezvous and connect; blocks until every rank has arrived or the timeout.
@@ -38,13 +47,17 @@ class ProcessGroup {
   const ProcessGroupConfig& config() const { return config_; }
   int rank() const { return config_.rank; }
   int worldSize() const { return config_.worldSize; }
+  // Valid until shutdown(); collectives reach it only after beginCollective.
   Communicator& communicator() { return *communicator_; }
+  const std::string& backend() const { return config_.backend; }
 
   // The number of this collective among those called on this rank, from 1. Throws when
   // an earlier one failed in transport (the communicator cannot be trusted after that).
   uint64_t beginCollective(const char* name);
-  // Rethrows `error` from `name` #sequence as an hb::Error. Transport failures break the
-  // group and name the peers whose processes have gone (asked of the store).
+  // Rethrows `error` from `name` #sequence as an hb::Error. An AgreedError leaves the
+  // group as it is; anything else breaks it (this rank may be out of step with its
+  // peers), and transport failures name the peers whose processes have gone (asked of
+  // the store).
   [[noreturn]] void fail(const char* name, uint64_t sequence, const std::exception& error,
                          std::chrono::steady_clock::time_point started);
 
@@ -52,7 +65,7 @@ class ProcessGroup {
   void markBroken(const std::string& why);
 
   // Waits (up to the timeout) until every live rank has called shutdown, then closes
-  // the communicator and, on rank 0, the store.
+  // the communicator and, on rank 0, the store. Collectives after it fail.
   void shutdown();
 
  private:

@@ -52,8 +52,9 @@ bool transfer(int fd, char* data, size_t bytes, bool reading, Clock::time_point 
       if (ready < 0 && errno != EINTR) return false;
       if (ready <= 0) continue;
     }
-    const ssize_t n = reading ? ::recv(fd, data + done, bytes - done, 0)
-                              : ::send(fd, data + done, bytes - done, MSG_NOSIGNAL);
+    const int dontWait = deadline != Clock::time_point::max() ? MSG_DONTWAIT : 0;
+    const ssize_t n = reading ? ::recv(fd, data + done, bytes - done, dontWait)
+                              : ::send(fd, data + done, bytes - done, MSG_NOSIGNAL | dontWait);
     if (n == 0) return false;
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
@@ -101,6 +102,33 @@ void resolve(const std::string& host, int port, bool passive, AddressList* out) 
   }
 }
 
+// connect(2) bounded by `deadline`: a blocking connect to an unreachable address waits
+// for the kernel's SYN retries, minutes past any timeout the user gave.
+bool connectWithin(int fd, const sockaddr* address, socklen_t length, Clock::time_point deadline, std::string* why) {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int rc = ::connect(fd, address, length);
+  if (rc != 0 && errno == EINPROGRESS) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, int(std::max<long long>(left, 0))) == 1) {
+      int error = 0;
+      socklen_t size = sizeof error;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
+      errno = error;
+      rc = error == 0 ? 0 : -1;
+    } else {
+      errno = ETIMEDOUT;
+    }
+  }
+  if (rc != 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return true;
+}
+
 void setNoDelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -120,7 +148,8 @@ struct TcpStoreServer::State {
   bool stopping = false;
   int listenFd = -1;
   int port = 0;
-  std::vector<std::thread> threads;
+  std::thread acceptor;              // touches only `threads`, under the mutex
+  std::vector<std::thread> threads;  // one per connection
 
   void serve(int fd);
   bool answer(int fd, uint8_t op, const std::string& key, const std::vector<char>& value, int* helloRank);
@@ -158,11 +187,18 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port) : state_(std::
   state_->port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                    : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   std::shared_ptr<State> state = state_;
-  state_->threads.emplace_back([state] {
+  state_->acceptor = std::thread([state] {
     for (;;) {
       const int fd = ::accept4(state->listenFd, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors for now: a connection may close; try again shortly.
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          std::lock_guard<std::mutex> lock(state->mutex);
+          if (state->stopping) return;
+          continue;
+        }
         return;  // shut down
       }
       setNoDelay(fd);
@@ -180,7 +216,6 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port) : state_(std::
 int TcpStoreServer::port() const { return state_->port; }
 
 TcpStoreServer::~TcpStoreServer() {
-  std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->stopping = true;
@@ -188,18 +223,14 @@ TcpStoreServer::~TcpStoreServer() {
     for (int fd : state_->connections) ::shutdown(fd, SHUT_RDWR);
   }
   state_->changed.notify_all();
-  // The accept thread adds threads while it runs: join it first, then the rest.
-  std::thread acceptor;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    acceptor = std::move(state_->threads.front());
-  }
-  acceptor.join();
+  // The acceptor adds connection threads while it runs: join it first, then them.
+  state_->acceptor.join();
+  std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     threads.swap(state_->threads);
   }
-  for (size_t i = 1; i < threads.size(); ++i) threads[i].join();
+  for (std::thread& t : threads) t.join();
   ::close(state_->listenFd);
 }
 
@@ -232,7 +263,13 @@ bool TcpStoreServer::State::answer(int fd, uint8_t op, const std::string& key, c
         int32_t rank = -1;
         if (value.size() != 4) return false;
         std::memcpy(&rank, value.data(), 4);
+        reply.push_back(1);
         if (rank >= 0) {  // -1: a probe, not a rank
+          auto it = connectedRanks.find(rank);
+          if (it != connectedRanks.end() && it->second) {
+            reply[0] = 0;  // two processes say they are this rank
+            break;
+          }
           *helloRank = rank;
           connectedRanks[rank] = true;
         }
@@ -300,11 +337,10 @@ TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, std:
     for (addrinfo* a = addresses.head; a != nullptr && fd_ < 0; a = a->ai_next) {
       const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
       if (fd < 0) continue;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      if (connectWithin(fd, a->ai_addr, a->ai_addrlen, deadline, &why)) {
         fd_ = fd;
         break;
       }
-      why = std::strerror(errno);
       ::close(fd);
     }
     if (fd_ >= 0) break;
@@ -320,7 +356,21 @@ TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, std:
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &length);
   localAddress_ = addressString(reinterpret_cast<sockaddr*>(&local));
   int32_t r = rank;
-  request(kHello, "", std::vector<char>(reinterpret_cast<char*>(&r), reinterpret_cast<char*>(&r) + 4), timeout_, "hello");
+  std::vector<char> welcome;
+  try {
+    welcome = request(kHello, "", std::vector<char>(reinterpret_cast<char*>(&r), reinterpret_cast<char*>(&r) + 4),
+                      timeout_, "hello");
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+  if (welcome.size() != 1 || welcome[0] != 1) {
+    ::close(fd_);
+    fd_ = -1;
+    failWith(ErrorCode::Communication, "rendezvous: rank ", rank, " is already connected to the store at ", endpoint(),
+             ": two processes were started with RANK=", rank);
+  }
 }
 
 TcpStoreClient::~TcpStoreClient() {
