@@ -45,7 +45,7 @@ const shapes = [
 function randomTensor(shape, seed) {
   const random = seededUniform(seed);
   const values = Float32Array.from({ length: shape[0] * shape[1] }, () => random() * 2 - 1);
-  return native.tensorFromTypedArray(values, shape, 'cpu', true);
+  return native.tensorFromTypedArray(values, shape, 'cpu');
 }
 
 // Median seconds of `iters` awaited calls, after a warm-up that sizes the packing

@@ -126,8 +126,8 @@ export interface NativeAddon {
   /** The GPU's name, for a usable 'cuda' / 'cuda:N'. */
   cudaDeviceName(device: string): string;
 
-  /** A host view of `values` (copy false, cpu) or a copy on `device`. */
-  tensorFromTypedArray(values: TypedArray, shape: number[], device: string, copy: boolean): NativeTensorHandle;
+  /** A copy of `values` on `device` (never a view: JS may transfer or resize the array at any time). */
+  tensorFromTypedArray(values: TypedArray, shape: number[], device: string): NativeTensorHandle;
   /** A new tensor on `device` whose copy of `tensor` is queued there; `done` settles when it has run. */
   tensorCopy(tensor: NativeTensorHandle, device: string): { handle: NativeTensorHandle; done: Promise<void> };
   /** A float32 tensor whose fill is queued on its device. */

@@ -267,7 +267,7 @@ describe('checkpoint files', () => {
   });
 });
 
-const owned = (values: TypedArray, shape: number[]): NativeTensorHandle => native.tensorFromTypedArray(values, shape, 'cpu', true);
+const owned = (values: TypedArray, shape: number[]): NativeTensorHandle => native.tensorFromTypedArray(values, shape, 'cpu');
 const bytesOf = (a: ArrayBufferView): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 
 describe('checkpoints of native tensors', () => {

@@ -47,6 +47,22 @@ describe('categoricalColumnWithHashBucket', () => {
     expect(splits(r)).toEqual([0, 2, 2, 3]);
   });
 
+  it('refuses strings whose offsets or bytes live in a SharedArrayBuffer (another thread could change them mid-read)', () => {
+    const plain = hb.StringColumn.fromStrings(['omar', 'marlo']);
+    const sharedOffsets = new Int32Array(new SharedArrayBuffer(plain.offsets.byteLength));
+    sharedOffsets.set(plain.offsets);
+    const sharedBytes = new Uint8Array(new SharedArrayBuffer(plain.bytes.byteLength));
+    sharedBytes.set(plain.bytes);
+    const vocab = fc.categoricalColumnWithVocabularyList('wire', ['omar', 'marlo']);
+    const hashed = fc.categoricalColumnWithHashBucket('wire', 10);
+    for (const column of [new hb.StringColumn(plain.bytes, sharedOffsets), new hb.StringColumn(sharedBytes, plain.offsets)]) {
+      for (const col of [vocab, hashed]) {
+        expect(() => col.transform({ wire: column })).toThrow(expect.objectContaining({ name: 'TypeError' }));
+        expect(() => col.transform({ wire: column })).toThrow(/feature column 'wire': .* is backed by a SharedArrayBuffer/);
+      }
+    }
+  });
+
   it('refuses a missing key, a dtype mismatch and bad arguments, naming the column', () => {
     const col = fc.categoricalColumnWithHashBucket('wire', 10);
     expect(() => col.transform({ other: ['a'] })).toThrow(/'wire'.*feature 'wire' is missing.*'other'/);

@@ -14,7 +14,7 @@ afterEach(() => {
 
 const bytesOf = (a: ArrayBufferView): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 const owned = (values: TypedArray, shape: number[], device = 'cpu'): NativeTensorHandle =>
-  native.tensorFromTypedArray(values, shape, device, true);
+  native.tensorFromTypedArray(values, shape, device);
 
 /** An existing file of `size` bytes (tensorWriteRows neither creates nor truncates). */
 function emptyFile(name: string, size = 0): string {

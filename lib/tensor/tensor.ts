@@ -88,9 +88,10 @@ function flattenNested(values: unknown[], argument: string): { flat: (number | b
 }
 
 /**
- * A concrete tensor. A typed array on the CPU is viewed without a copy (later writes
- * to it are seen by the tensor); anything else is copied. Plain numbers default to
- * float32, bigints to int64.
+ * A concrete tensor holding a copy of `values` (later writes to a typed array given are
+ * not seen by the tensor, and the array may be transferred or dropped at once). Plain
+ * numbers default to float32, bigints to int64. Arrays over a SharedArrayBuffer are
+ * refused.
  */
 export function tensor(values: TensorLike, shape?: number[], dtype?: DType, options: TensorOptions = {}): Tensor {
   const device = resolveDevice(options.device, 'tensor: options.device');
@@ -112,5 +113,5 @@ export function tensor(values: TensorLike, shape?: number[], dtype?: DType, opti
     throw new TypeError('tensor: values must be a typed array, an array of numbers or an array of arrays');
   }
   const finalShape = shape ?? inferredShape;
-  return new Tensor(native.tensorFromTypedArray(array, finalShape, device, false));
+  return new Tensor(native.tensorFromTypedArray(array, finalShape, device));
 }

@@ -130,7 +130,7 @@ export function variable(initialValue: VariableInitialValue, options: VariableOp
     } else {
       throw new TypeError(`variable(${name}): initialValue must be an initializer, a tensor, a typed array or an array`);
     }
-    handle = native.tensorFromTypedArray(values, shape, device, true);
+    handle = native.tensorFromTypedArray(values, shape, device);
   }
   return new Variable(handle, name, trainable);
 }

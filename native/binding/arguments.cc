@@ -59,12 +59,26 @@ Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length) {
   failWith(ErrorCode::Internal, "unknown dtype");
 }
 
+void refuseSharedMemory(const Napi::Value& value, const std::string& argument) {
+  napi_env env = value.Env();
+  napi_value buffer = nullptr;
+  bool plain = false;
+  if (napi_get_typedarray_info(env, value, nullptr, nullptr, nullptr, &buffer, nullptr) != napi_ok ||
+      napi_is_arraybuffer(env, buffer, &plain) != napi_ok || !plain) {
+    throw Napi::TypeError::New(value.Env(), argument +
+                                                " is backed by a SharedArrayBuffer, which another thread may change while "
+                                                "hb-ts reads it; pass a copy in an ordinary typed array (e.g. new "
+                                                "Float32Array(shared))");
+  }
+}
+
 Tensor viewTypedArray(const Napi::Value& value, const char* argument, const DType* halfAs) {
   Napi::Env env = value.Env();
   if (!value.IsTypedArray()) {
     throw Napi::TypeError::New(env, std::string(argument) +
                                         " must be a Float32Array, Float64Array, Int32Array or BigInt64Array");
   }
+  refuseSharedMemory(value, argument);
   Napi::TypedArray array = value.As<Napi::TypedArray>();
   Tensor tensor;
   switch (array.TypedArrayType()) {

@@ -19,6 +19,11 @@ std::vector<int64_t> shapeArgument(const Napi::Value& value, const char* argumen
 // spec[key] as a float: `fallback` when undefined, an Error naming `owner` and `key`
 // when not a finite number.
 float finiteFloatField(const Napi::Object& spec, const char* key, float fallback, const char* owner);
+// Throws a TypeError naming `argument` when the typed array `value` lives in a
+// SharedArrayBuffer: another thread could change it between the checks and the kernel
+// that reads it. Every typed array read from JS passes through here.
+void refuseSharedMemory(const Napi::Value& value, const std::string& argument);
+
 // A host tensor viewing a Float32Array, Float64Array, Int32Array or BigInt64Array
 // without copying. The view holds a reference to the array until it is released, which
 // must happen on the JS thread (tasks guarantee it; see async_task.h).

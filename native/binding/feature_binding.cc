@@ -22,12 +22,14 @@ namespace {
 // Typed arrays of one kind, viewed for the duration of a synchronous call. Every JS
 // value an op reads is fetched before the first view is taken: a getter or Proxy run
 // by a later Get() could otherwise detach a buffer already being read. The pointer
-// comes from napi_get_typedarray_info, so SharedArrayBuffer-backed arrays work too; a
-// detached array reads as empty.
+// comes from napi_get_typedarray_info; a detached array reads as empty. Arrays over a
+// SharedArrayBuffer are refused: another thread could change them between the checks
+// and the kernel.
 template <typename T>
 const T* viewOf(const Napi::Value& value, napi_typedarray_type type, const std::string& what, const char* argument,
                 const char* expected, int64_t* length) {
   HB_CHECK_CODE(value.IsTypedArray(), Type, what, ": ", argument, " must be a ", expected);
+  refuseSharedMemory(value, what + ": " + argument);
   napi_typedarray_type actual;
   size_t elements = 0;
   void* data = nullptr;

@@ -105,6 +105,7 @@ Napi::Value stringsFingerprint(const Napi::CallbackInfo& info) {
     hashes.resize(size_t(count));
     hashByteRanges(device, bytes.data(), int64_t(bytes.size()), ends.data(), count, numBuckets, hashes.data());
   } else if (values.IsTypedArray() && values.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) {
+    refuseSharedMemory(values, std::string(op) + ": bytes");
     Napi::Uint8Array bytes = values.As<Napi::Uint8Array>();
     HB_CHECK_CODE(info[1].IsTypedArray(), Type, op,
                   ": UTF-8 bytes need offsets (an Int32Array or BigInt64Array of n + 1 values)");

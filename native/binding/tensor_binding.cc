@@ -15,23 +15,19 @@ namespace binding {
 
 namespace {
 
-// tensorFromTypedArray(values, shape, device, copy): a view of `values` on the host
-// (copy false), or a copy on `device`.
+// tensorFromTypedArray(values, shape, device): a copy of `values` on `device`. Always a
+// copy: a view would be read by queued work after JS may have transferred, resized or
+// dropped the ArrayBuffer, which no reference can prevent.
 Napi::Value tensorFromTypedArray(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   // Arguments that may run user code (array getters) are read before `values` is
   // viewed, so nothing can detach it between the view and the copy.
   const std::vector<int64_t> shape = shapeArgument(info[1], "shape");
   const Device device = parseUsableDevice(stringArgument(info[2], "device"), "device");
-  const bool copy = info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();
-  Tensor source = viewTypedArray(info[0], "values");
+  const Tensor source = viewTypedArray(info[0], "values");
   const int64_t size = shapeSize(shape, "shape");
   HB_CHECK(size == source.size(), "shape ", Tensor{nullptr, source.dtype, shape}.shapeString(), " holds ", size,
            " values but values has ", source.size());
-  source.shape = shape;
-  if (!copy && !device.isCuda()) {
-    return TensorHandle::wrap(env, std::move(source), info[0]);
-  }
   Tensor owned{Buffer::allocate(device, source.bytes()), source.dtype, shape};
   // Synchronous: a plain memcpy on the host, or an H2D copy on the transfer stream
   // that does not wait for work queued on the device.

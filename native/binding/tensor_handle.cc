@@ -20,17 +20,12 @@ TensorHandle::TensorHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Te
 
 TensorHandle::~TensorHandle() { release(); }
 
-Napi::Object TensorHandle::wrap(Napi::Env env, Tensor tensor, Napi::Value source) {
+Napi::Object TensorHandle::wrap(Napi::Env env, Tensor tensor) {
   Napi::Object object = addonState(env).tensorHandleClass.New({});
   TensorHandle* handle = Unwrap(object);
   if (tensor.buffer->owned() && !tensor.device().isCuda()) {
     handle->reportedBytes_ = int64_t(tensor.buffer->bytes());
     Napi::MemoryManagement::AdjustExternalMemory(env, handle->reportedBytes_);
-  }
-  if (!source.IsEmpty() && source.IsTypedArray()) {
-    Napi::TypedArray view = source.As<Napi::TypedArray>();
-    handle->source_ = Napi::Weak(view.ArrayBuffer());
-    handle->sourceEnd_ = view.ByteOffset() + view.ByteLength();
   }
   handle->tensor_ = std::move(tensor);
   return object;
@@ -49,14 +44,6 @@ const Tensor& TensorHandle::unwrap(const Napi::Value& value, const char* argumen
   TensorHandle* handle = Unwrap(value.As<Napi::Object>());
   if (!handle->tensor_) {
     throw Napi::Error::New(env, std::string(argument) + " has been disposed");
-  }
-  if (!handle->source_.IsEmpty()) {
-    Napi::ArrayBuffer source = handle->source_.Value();
-    // A resizable ArrayBuffer may also have shrunk below the view.
-    if (source.IsEmpty() || source.IsDetached() || source.ByteLength() < handle->sourceEnd_) {
-      throw Napi::Error::New(env, std::string(argument) +
-                                      " views a typed array whose ArrayBuffer was transferred, detached or shrunk");
-    }
   }
   return *handle->tensor_;
 }

@@ -14,11 +14,9 @@ namespace binding {
 class TensorHandle : public Napi::ObjectWrap<TensorHandle> {
  public:
   static void define(Napi::Env env, Napi::Object exports);
-  // `source`: the JS typed array a zero-copy tensor views; its buffer is checked
-  // (still attached, not shrunk) before each use.
-  static Napi::Object wrap(Napi::Env env, Tensor tensor, Napi::Value source = Napi::Value());
+  static Napi::Object wrap(Napi::Env env, Tensor tensor);
   // The live tensor behind `value`; a TypeError naming `argument` when `value` is not a
-  // tensor, has been disposed, or views a detached ArrayBuffer.
+  // tensor, an Error when it has been disposed.
   static const Tensor& unwrap(const Napi::Value& value, const char* argument);
   // Whether `value` is a tensor handle (disposed or not).
   static bool isHandle(const Napi::Value& value);
@@ -36,8 +34,6 @@ class TensorHandle : public Napi::ObjectWrap<TensorHandle> {
 
   std::optional<Tensor> tensor_;
   int64_t reportedBytes_ = 0;  // owned host memory told to V8's GC
-  Napi::Reference<Napi::ArrayBuffer> source_;  // weak
-  size_t sourceEnd_ = 0;  // byte offset + length of the view in source_
 };
 
 }  // namespace binding
