@@ -68,6 +68,9 @@ void applyIndexedSlices(int device, const OptimizerHyper& hyper, const Optimizer
 void lookupBackwardApply(int device, const OptimizerHyper& hyper, const OptimizerTarget& target,
                          const std::vector<EmbeddingLookupArgs>& lookups, const std::vector<const float*>& outGrads);
 
+// The index of the first NaN or infinity in device memory x[0, n), or -1.
+int64_t firstNonFinite(int device, const float* x, int64_t n);
+
 // float32 <-> float16 / bfloat16 wire values (native/kernels/wire_cast.h), device pointers.
 void packWire(int device, const float* in, uint16_t* out, int64_t n, bool bfloat16);
 void unpackWire(int device, const uint16_t* in, float* out, int64_t n, bool bfloat16);

@@ -64,6 +64,7 @@
       "native/binding/io_binding.cc",
       "native/binding/distribute_binding.cc",
       "native/kernels/wire_cast_cpu.cc",
+      "native/kernels/finite_check_cpu.cc",
       "native/distribute/tcp_store.cc",
       "native/distribute/local_communicator.cc",
       "native/distribute/process_group.cc",
@@ -92,6 +93,7 @@
       "cuda/dense_kernels.cu",
       "cuda/cublas_sgemm.cu",
       "cuda/wire_cast.cu",
+      "cuda/finite_check.cu",
       "cuda/nccl_communicator.cu"
     ]
   }

@@ -214,7 +214,7 @@ describe('Estimator predict and errors', () => {
     })();
     await expect(est.train(poisoned, { steps: 2 })).rejects.toMatchObject({
       code: 'HB_ERR_NAN',
-      message: expect.stringMatching(/training stopped at step 4: the loss is NaN or infinite .*no update was applied/),
+      message: expect.stringMatching(/training stopped at step 4: loss is NaN or infinite \(.* at index \d+ of \[\]\); no update was applied/),
     });
     expect(est.globalStep).toBe(3);
     const after = await snapshot(est);

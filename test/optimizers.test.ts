@@ -211,6 +211,57 @@ describe('values worked by hand from TF\'s kernels', () => {
   });
 });
 
+describe('updates that must not happen', () => {
+  test('a NaN or infinite gradient is refused before the variable or its slots change (dense, sparse, lookup)', async () => {
+    const v = hb.variable([[1, 2], [3, 4]], { name: 'guarded' });
+    const opt = new hb.train.AdagradOptimizer({ learningRate: 0.1 });
+    await opt.applyGradients([[hb.tensor([[0.5, 0.5], [0.5, 0.5]]), v]]);
+    const before = await v.array();
+    const slot = await opt.getSlot(v, 'accumulator')!.array();
+    await expect(opt.applyGradients([[hb.tensor([[0.5, NaN], [0.5, 0.5]]), v]])).rejects.toMatchObject({
+      code: 'HB_ERR_NAN',
+      message: 'applyGradients(guarded): the gradient is NaN or infinite at row 0, column 1; guarded was not changed',
+    });
+    await expect(opt.applyGradients([[new hb.IndexedSlices(hb.tensor([[1, 1], [Infinity, 1]]), [0n, 1n]), v]])).rejects.toMatchObject({
+      code: 'HB_ERR_NAN',
+      message: 'applyGradients(guarded): the gradient (IndexedSlices values) is NaN or infinite at row 1, column 0; guarded was not changed',
+    });
+    // Through the lookup's gradient, as a model computes it.
+    const table = hb.variable([[1, 1], [2, 2], [3, 3]], { name: 'table' });
+    const ids = hb.ragged(BigInt64Array.from([0n, 2n]), Int32Array.from([0, 1, 2]));
+    const upstream = hb.tensor([[0.1, 0.1], [NaN, 0.1]]);
+    const grad = await hb.nn.embeddingLookupSparseGrad(table, ids, upstream, { combiner: 'sum' });
+    await expect(opt.applyGradients([[grad, table]])).rejects.toMatchObject({ code: 'HB_ERR_NAN', message: expect.stringMatching(/^applyGradients\(table\): .* is NaN or infinite at row 1, column 0; table was not changed$/) });
+    expect(await table.array()).toEqual([[1, 1], [2, 2], [3, 3]]);
+    expect(await v.array()).toEqual(before);
+    expect(await opt.getSlot(v, 'accumulator')!.array()).toEqual(slot);
+  });
+
+  test('a learning rate set to NaN or below 0 after construction is refused at the next update', async () => {
+    const v = hb.variable([1, 2], { name: 'lr' });
+    const opt = new hb.train.GradientDescentOptimizer({ learningRate: 0.1 });
+    (opt as { learningRate: number }).learningRate = -1;
+    await expect(opt.applyGradients([[hb.tensor([1, 1]), v]])).rejects.toThrow('GradientDescentOptimizer(GradientDescent): learningRate must be a finite number >= 0, got -1');
+    (opt as { learningRate: number }).learningRate = NaN;
+    await expect(opt.applyGradients([[hb.tensor([1, 1]), v]])).rejects.toThrow('GradientDescentOptimizer(GradientDescent): learningRate must be a finite number, got NaN');
+    (opt as { learningRate: number }).learningRate = 0.5; // a schedule's next value is fine
+    await opt.applyGradients([[hb.tensor([1, 1]), v]]);
+    expect(await v.array()).toEqual([0.5, 1.5]);
+  });
+
+  test('applyGradients calls on one Adam that are not awaited in turn run in turn (beta powers advance once per call)', async () => {
+    const concurrent = hb.variable([[0, 0]], { name: 'a' });
+    const sequential = hb.variable([[0, 0]], { name: 'b' });
+    const grads = [[1, -2], [0.5, 3], [-1, 1], [2, 2]];
+    const one = new hb.train.AdamOptimizer({ learningRate: 0.1 });
+    await Promise.all(grads.map((g) => one.applyGradients([[hb.tensor([g]), concurrent]])));
+    const two = new hb.train.AdamOptimizer({ learningRate: 0.1 });
+    for (const g of grads) await two.applyGradients([[hb.tensor([g]), sequential]]);
+    expect(await concurrent.array()).toEqual(await sequential.array());
+    expect(one.scalarState()).toEqual(two.scalarState());
+  });
+});
+
 describe('optimizer errors name the argument', () => {
   test('hyperparameters out of range', () => {
     expect(() => new hb.train.GradientDescentOptimizer({ learningRate: NaN })).toThrow(/GradientDescentOptimizer: learningRate must be a finite number >= 0, got NaN/);

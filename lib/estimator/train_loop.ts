@@ -45,9 +45,9 @@ export async function runTrainLoop(
     while (current && host.globalStep() < stopAt) {
       const step = host.globalStep() + 1;
       const running: Promise<StepResult> = model.step.run(current.prepared).catch((error: Error & { code?: string }) => {
-        error.message = error.code === 'HB_ERR_NAN'
-          ? `training stopped at step ${step}: the loss is NaN or infinite (${error.message}); no update was applied`
-          : `training step ${step}: ${error.message}`;
+        // HB_ERR_NAN: the loss check (before any update) or an update's gradient check
+        // (before that variable changed); the message says which.
+        error.message = error.code === 'HB_ERR_NAN' ? `training stopped at step ${step}: ${error.message}` : `training step ${step}: ${error.message}`;
         throw error;
       });
       // Read and transform the next batch while the native step runs.

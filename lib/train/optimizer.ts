@@ -24,6 +24,9 @@ export abstract class Optimizer {
   /** TF's optimizer name ('Adagrad', 'Adam', ...): its slots are named `<variable>/<name>`, then `_1`, ... */
   readonly name: string;
   private readonly slots = new Map<Variable, Map<string, Variable>>();
+  // applyGradients calls run one after another: each reads the scalars (Adam's beta
+  // powers) the one before it advanced.
+  private pending: Promise<void> = Promise.resolve();
 
   constructor(name: string | undefined, fallback: string) {
     if (name !== undefined && typeof name !== 'string') throw new TypeError(`${fallback}Optimizer: name must be a non-empty string`);
@@ -53,7 +56,13 @@ export abstract class Optimizer {
    * update only those rows (but for Adam with lazy: false, whose moments decay
    * everywhere, as TF's). Pairs with no gradient are skipped, as TF does.
    */
-  async applyGradients(gradsAndVars: GradientAndVariable[]): Promise<void> {
+  applyGradients(gradsAndVars: GradientAndVariable[]): Promise<void> {
+    const run = this.pending.then(() => this.applyNow(gradsAndVars));
+    this.pending = run.catch(() => undefined);
+    return run;
+  }
+
+  private async applyNow(gradsAndVars: GradientAndVariable[]): Promise<void> {
     if (!Array.isArray(gradsAndVars)) throw new TypeError('applyGradients: expected an array of [gradient, variable] pairs');
     gradsAndVars.forEach((pair, i) => {
       if (!Array.isArray(pair)) throw new TypeError(`applyGradients: item ${i} must be a [gradient, variable] pair`);
@@ -64,7 +73,7 @@ export abstract class Optimizer {
         throw new TypeError(`applyGradients(${pair[1].name}): the gradient must be a tensor or hb.IndexedSlices`);
       }
     });
-    const hyper = this.hyper();
+    const hyper = this.checkedHyper();
     const present = gradsAndVars.filter(([grad]) => grad != null);
     const apply = ([grad, v]: GradientAndVariable, checkOnly: boolean) => {
       const [slot0, slot1] = this.slotsFor(v);
@@ -106,7 +115,19 @@ export abstract class Optimizer {
 
   /** @internal The hyperparameters of the next update (a compiled step passes them to native code). */
   stepHyper(): NativeOptimizerHyper {
-    return this.hyper();
+    return this.checkedHyper();
+  }
+
+  // The options were checked when the optimizer was made, but JS can assign them
+  // afterwards (a learning-rate schedule): checked again at each use.
+  private checkedHyper(): NativeOptimizerHyper {
+    const hyper = this.hyper();
+    const owner = `${this.constructor.name}(${this.name})`;
+    for (const [key, value] of Object.entries(hyper)) {
+      if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${owner}: ${key} must be a finite number, got ${value}`);
+    }
+    if (!(hyper.learningRate >= 0)) throw new Error(`${owner}: learningRate must be a finite number >= 0, got ${hyper.learningRate}`);
+    return hyper;
   }
 
   /** @internal Called after each compiled step that applied this optimizer. */

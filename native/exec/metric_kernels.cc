@@ -12,6 +12,7 @@
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/kernel_def.h"
+#include "native/kernels/finite_check.h"
 #include "native/kernels/dense_math.h"
 
 namespace hb {
@@ -150,25 +151,10 @@ void assertFiniteKernel(KernelArgs& args) {
   checkArity(args, 1, 0, "assert_finite");
   checkFloat32(args, "assert_finite");
   const Tensor& x = args.in[0];
-  const float* px = x.data<float>();
-  const int64_t n = x.size();
-  // Each fixed block records its first bad index, so the first overall is found
-  // whichever thread sees it.
-  const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
-  std::vector<int64_t> firstBad(size_t(blocks), -1);
-  parallelFor(blocks, 8, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      for (int64_t i = b * kSumBlock; i < std::min(n, (b + 1) * kSumBlock); ++i) {
-        if (!std::isfinite(px[i])) {
-          firstBad[size_t(b)] = i;
-          break;
-        }
-      }
-    }
-  });
-  for (int64_t i : firstBad) {
-    HB_CHECK_CODE(i < 0, NaN, args.name, ": NaN or infinite value at index ", i, " of ", x.shapeString(), ": ", px[i]);
-  }
+  const int64_t i = firstNonFiniteCpu(x.data<float>(), x.size());
+  // Non-stateful, so the plan runs it before every update: nothing was applied yet.
+  HB_CHECK_CODE(i < 0, NaN, args.name, " is NaN or infinite (", x.data<float>()[i < 0 ? 0 : i], " at index ", i, " of ",
+                x.shapeString(), "); no update was applied");
 }
 
 }  // namespace

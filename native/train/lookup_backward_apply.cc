@@ -76,6 +76,9 @@ void runLookupBackwardApply(const std::vector<SparseLookupRequest>& lookups, con
   }
   std::vector<EmbeddingLookupArgs> args;
   std::vector<const float*> grads;
+  for (size_t k = 0; k < outGrads.size(); ++k) {
+    checkFiniteGradient(outGrads[k], update.var.shape[1], update.name, "the gradient of its lookup output");
+  }
   for (size_t k = 0; k < lookups.size(); ++k) {
     checkLookupValues(lookups[k]);  // ids in range before any kernel reads a row
     args.push_back(lookupBackwardArgs(lookups[k]));

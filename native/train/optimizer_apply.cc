@@ -1,11 +1,13 @@
 #include "native/train/optimizer_apply.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "native/core/status.h"
+#include "native/kernels/finite_check.h"
 #include "native/kernels/sparse_grad.h"
 
 namespace hb {
@@ -95,7 +97,21 @@ void checkOptimizerApply(const OptimizerApplyRequest& r) {
            " indices, ...", rowsOnly.shapeString(), "] for a variable of shape ", r.var.shapeString());
 }
 
+void checkFiniteGradient(const Tensor& gradient, int64_t width, const std::string& variable, const char* what) {
+  const Device device = gradient.device();
+  const float* g = gradient.data<float>();
+  const int64_t i = device.isCuda() ? cuda::firstNonFinite(device.index, g, gradient.size())
+                                    : firstNonFiniteCpu(g, gradient.size());
+  if (i < 0) return;
+  const int64_t w = std::max<int64_t>(width, 1);
+  failWith(ErrorCode::NaN, "applyGradients(", variable, "): ", what, " is NaN or infinite at row ", i / w, ", column ",
+           i % w, "; ", variable, " was not changed");
+}
+
 void runOptimizerApply(const OptimizerApplyRequest& request) {
+  // A non-finite gradient would be written into the variable (and its slots) for good.
+  checkFiniteGradient(request.sparse ? request.values : request.grad, widthOf(request.var), request.name,
+                      request.sparse ? "the gradient (IndexedSlices values)" : "the gradient");
   OptimizerApplyRequest r = request;
   r.hyper.sparse = r.sparse;
   r.hyper.scalarRows = r.sparse && widthOf(r.var) == 1;

@@ -27,4 +27,8 @@ void checkOptimizerApply(const OptimizerApplyRequest& r);
 // Duplicate summing and the update; on the variable's executor.
 void runOptimizerApply(const OptimizerApplyRequest& r);
 
+// Throws HB_ERR_NAN naming `variable` and the row and column when `gradient` (float32,
+// on any device) holds a NaN or infinity. Every update calls it before it writes.
+void checkFiniteGradient(const Tensor& gradient, int64_t width, const std::string& variable, const char* what);
+
 }  // namespace hb
