@@ -133,6 +133,22 @@ describe('categoricalColumnWithVocabularyList / File', () => {
     expect(ids(fc.categoricalColumnWithVocabularyList('aaa', warriors, { numOovBuckets: 100 }).transform(input))).toEqual([2, 60, 0, 4]);
   });
 
+  it('matches vocabulary file lines byte for byte, as TF does, also where they are not valid UTF-8', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-vocab-bytes-'));
+    const file = path.join(dir, 'bytes.txt');
+    // line 0: 0xff 'a' (invalid UTF-8); line 1: 'é' in Latin-1 (0xe9, invalid UTF-8); line 2: 'é' in UTF-8
+    fs.writeFileSync(file, Buffer.from([0xff, 0x61, 0x0a, 0xe9, 0x0a, 0xc3, 0xa9, 0x0a]));
+    const col = fc.categoricalColumnWithVocabularyFile('raw', file);
+    const raw = (...rows: number[][]) => {
+      const bytes = Uint8Array.from(rows.flat());
+      const offsets = Int32Array.from(rows.reduce((o, r) => [...o, o[o.length - 1] + r.length], [0]));
+      return new hb.StringColumn(bytes, offsets);
+    };
+    expect(ids(col.transform({ raw: raw([0xc3, 0xa9], [0xe9], [0xff, 0x61], [0xef, 0xbf, 0xbd, 0x61]) }))).toEqual([2, 1, 0, -1]);
+    expect(ids(col.transform({ raw: ['é'] }))).toEqual([2]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   it('reads a vocabulary file, line by line', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-vocab-'));
     const file = path.join(dir, 'wire.txt');

@@ -98,10 +98,36 @@ function vocabularyValues(list: ReadonlyArray<string | number | bigint>, dtype: 
 }
 
 function buildColumn(fn: string, key: string, list: ReadonlyArray<string | number | bigint>, dtype: CategoricalDType, options: VocabularyListOptions): VocabularyCategoricalColumn {
+  return buildColumnFrom(fn, key, list.length, dtype, vocabularyValues(list, dtype, fn, key), options);
+}
+
+function buildColumnFrom(
+  fn: string,
+  key: string,
+  size: number,
+  dtype: CategoricalDType,
+  { values, offsets }: { values: Uint8Array | BigInt64Array; offsets?: Int32Array },
+  options: VocabularyListOptions,
+): VocabularyCategoricalColumn {
   const { defaultValue, numOovBuckets } = checkOovAndDefault(fn, key, options);
-  const { values, offsets } = vocabularyValues(list, dtype, fn, key);
   const table = new native.VocabularyTable(`${fn}('${key}')`, values, offsets, numOovBuckets, defaultValue);
-  return new VocabularyCategoricalColumn(key, list.length, dtype, defaultValue, numOovBuckets, table);
+  return new VocabularyCategoricalColumn(key, size, dtype, defaultValue, numOovBuckets, table);
+}
+
+// The file's lines as bytes, split on '\n' with a trailing '\r' dropped (TF's line
+// reader), and no final empty line. Never decoded: TF matches entries byte for byte, so
+// a line that is not valid UTF-8 must still match the same bytes in the data.
+function fileLines(bytes: Buffer): Array<[number, number]> {
+  const lines: Array<[number, number]> = [];
+  let start = 0;
+  while (start < bytes.length) {
+    let end = bytes.indexOf(0x0a, start);
+    const next = end < 0 ? bytes.length : end + 1;
+    if (end < 0) end = bytes.length;
+    lines.push([start, end > start && bytes[end - 1] === 0x0d ? end - 1 : end]);
+    start = next;
+  }
+  return lines;
 }
 
 export function categoricalColumnWithVocabularyList(
@@ -123,15 +149,13 @@ export function categoricalColumnWithVocabularyFile(key: string, path: string, o
   checkKey(key, fn);
   if (typeof path !== 'string') throw new TypeError(`${fn}: missing vocabulary file path in column '${key}'`);
   if (path === '') throw new Error(`${fn}: missing vocabulary file path in column '${key}'`);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = fs.readFileSync(path, 'utf8');
+    bytes = fs.readFileSync(path);
   } catch (error) {
     throw new Error(`${fn}: cannot read the vocabulary file '${path}' of column '${key}': ${(error as Error).message}`);
   }
-  // TF's line reader drops a trailing '\r' as well as the '\n'.
-  const lines = text.split(/\r?\n/);
-  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  const lines = fileLines(bytes);
   const size = options.vocabularySize ?? lines.length;
   if (!Number.isSafeInteger(size) || size < 1) {
     const message = `${fn}: invalid vocabularySize ${String(size)} in column '${key}'`;
@@ -141,13 +165,22 @@ export function categoricalColumnWithVocabularyFile(key: string, path: string, o
     throw new RangeError(`${fn}: vocabularySize ${size} is larger than the ${lines.length} lines of '${path}' (column '${key}')`);
   }
   const dtype = checkCategoricalDType(options.dtype ?? 'string', fn, key);
-  let entries: Array<string | bigint> = lines.slice(0, size);
-  if (dtype !== 'string') {
-    entries = entries.map((line, i) => {
-      // The file's text is always the right type; a line that is no integer is a wrong value.
-      if (!/^-?\d+$/.test(line as string)) throw new Error(`${fn}: line ${i + 1} of '${path}' is not an integer (column '${key}', dtype ${dtype})`);
-      return BigInt(line as string);
+  const used = lines.slice(0, size);
+  if (dtype === 'string') {
+    const total = used.reduce((n, [a, b]) => n + (b - a), 0);
+    const values = new Uint8Array(total);
+    const offsets = new Int32Array(size + 1);
+    used.forEach(([a, b], i) => {
+      values.set(bytes.subarray(a, b), offsets[i]);
+      offsets[i + 1] = offsets[i] + (b - a);
     });
+    return buildColumnFrom(fn, key, size, dtype, { values, offsets }, options);
   }
+  const entries = used.map(([a, b], i) => {
+    const line = bytes.toString('latin1', a, b);
+    // The file's text is always the right type; a line that is no integer is a wrong value.
+    if (!/^-?\d+$/.test(line)) throw new Error(`${fn}: line ${i + 1} of '${path}' is not an integer (column '${key}', dtype ${dtype})`);
+    return BigInt(line);
+  });
   return buildColumn(fn, key, entries, dtype, options);
 }
