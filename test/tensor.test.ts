@@ -102,6 +102,28 @@ describe('hb.tensor()', () => {
     expect(() => hb.strings.toHashBucketFast(new BigInt64Array(new SharedArrayBuffer(16)), 10)).toThrow(/SharedArrayBuffer/);
   });
 
+  test('in a child process: host memory kept for reuse is returned once the work is done', () => {
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const path = require('path') as typeof import('path');
+    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+    const script = `
+      const hb = require(${dist});
+      (async () => {
+        const mb = () => process.memoryUsage().rss / 2 ** 20;
+        const base = hb.tensor(new Float32Array(16 << 20)); // 64 MiB
+        const copies = [];
+        for (let i = 0; i < 6; i++) copies.push(await base.clone());
+        copies.forEach((c) => c.dispose());
+        const kept = mb();
+        await new Promise((r) => setTimeout(r, 4000)); // the host executor idles
+        console.log(JSON.stringify({ kept, idle: mb() }));
+      })();`;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_HOST_CACHE_MB: '1024' } });
+    expect(child.status).toBe(0);
+    const { kept, idle } = JSON.parse(child.stdout.trim());
+    expect(kept - idle).toBeGreaterThan(250); // six 64 MiB blocks were cached, then freed
+  });
+
   test('in a child process: arrays transferred and collected while ops read their tensors end normally', () => {
     const { spawnSync } = require('child_process') as typeof import('child_process');
     const path = require('path') as typeof import('path');

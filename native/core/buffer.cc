@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
+
+#include <unistd.h>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -20,8 +23,10 @@ constexpr size_t kHostAlignment = 64;
 // Large host blocks are kept for reuse instead of being returned to the OS: every
 // training step allocates and frees buffers of similar sizes, and fresh pages cost a
 // fault each (a few microseconds per 4 KiB on a VM), which dominated sparse steps.
-// Blocks are rounded up to a power of two and cached up to HB_HOST_CACHE_MB (default
-// 1024) in total.
+// Blocks are rounded up to a power of two and cached up to HB_HOST_CACHE_MB in total
+// (default: 1024, or an eighth of the machine's memory when that is less). The cache is
+// emptied when the host executor has been idle for a while (releaseIdleHostMemory), so
+// a process that has finished its work does not keep it.
 class HostBlockCache {
  public:
   static constexpr size_t kMinCached = size_t(1) << 20;
@@ -42,6 +47,18 @@ class HostBlockCache {
     return block;
   }
 
+  void clear() {
+    std::map<size_t, std::vector<void*>> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks.swap(free_);
+      cached_ = 0;
+    }
+    for (auto& [size, list] : blocks) {
+      for (void* block : list) std::free(block);
+    }
+  }
+
   // False when the cache is full: the caller frees the block.
   bool give(void* block, size_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -57,8 +74,14 @@ class HostBlockCache {
   size_t cached_ = 0;
   size_t limit_ = [] {
     const char* env = std::getenv("HB_HOST_CACHE_MB");
-    const long mb = env ? std::atol(env) : 1024;
-    return size_t(mb > 0 ? mb : 0) << 20;
+    if (env != nullptr) {
+      const long mb = std::atol(env);
+      return size_t(mb > 0 ? mb : 0) << 20;
+    }
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long pageSize = ::sysconf(_SC_PAGESIZE);
+    const size_t eighth = pages > 0 && pageSize > 0 ? size_t(pages) * size_t(pageSize) / 8 : SIZE_MAX;
+    return std::min<size_t>(size_t(1024) << 20, eighth);
   }();
 };
 
@@ -88,6 +111,8 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, size_t bytes) {
   HB_CHECK(data != nullptr, "out of host memory allocating ", bytes, " bytes");
   return std::shared_ptr<Buffer>(new Buffer(data, bytes, device, nullptr));
 }
+
+void releaseIdleHostMemory() { hostCache().clear(); }
 
 std::shared_ptr<Buffer> Buffer::wrapHost(void* data, size_t bytes, std::function<void()> release) {
   if (!release) release = [] {};

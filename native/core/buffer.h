@@ -37,6 +37,10 @@ class Buffer {
   std::function<void()> release_;
 };
 
+// Frees the host blocks kept for reuse (see buffer.cc). The host executor calls it
+// when it has been idle for a while.
+void releaseIdleHostMemory();
+
 // Copies between any two devices. Must run on the executor of the device doing the
 // work (the CUDA side of a transfer), or on the JS thread for synchronous creation.
 void copyBytes(void* dst, Device dstDevice, const void* src, Device srcDevice, size_t bytes);

@@ -1,5 +1,6 @@
 #include "native/core/executor.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "cuda/cuda_backend.h"
+#include "native/core/buffer.h"
 
 namespace hb {
 
@@ -14,7 +16,7 @@ namespace {
 
 class Executor {
  public:
-  explicit Executor(Device device) : thread_([this, device] { loop(device); }) {
+  Executor(const std::string& name, Device device) : name_(name), thread_([this, device] { loop(device); }) {
     // Lives until the process ends (see executorFor), so the thread is never joined.
     thread_.detach();
   }
@@ -30,18 +32,33 @@ class Executor {
  private:
   void loop(Device device) {
     if (device.isCuda()) cuda::bindThreadToDevice(device.index);
+    // The host executor empties the host block cache once it has had nothing to do for
+    // a while: the cache is for back-to-back steps, not for a process that has finished.
+    const bool ownsHostCache = name_ == "cpu";
+    bool idleReleased = true;
     for (;;) {
       std::function<void()> work;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return !queue_.empty(); });
+        if (ownsHostCache && !idleReleased) {
+          if (!wake_.wait_for(lock, std::chrono::seconds(2), [&] { return !queue_.empty(); })) {
+            lock.unlock();
+            releaseIdleHostMemory();
+            idleReleased = true;
+            continue;
+          }
+        } else {
+          wake_.wait(lock, [&] { return !queue_.empty(); });
+        }
         work = std::move(queue_.front());
         queue_.pop_front();
       }
       work();
+      idleReleased = false;
     }
   }
 
+  std::string name_;  // the queue's name: 'cpu', 'cuda:N', or a named queue's
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
@@ -54,7 +71,7 @@ Executor& executorNamed(const std::string& name, Device device) {
   static auto* executors = new std::map<std::string, Executor*>();
   std::lock_guard<std::mutex> lock(mutex);
   Executor*& executor = (*executors)[name];
-  if (executor == nullptr) executor = new Executor(device);
+  if (executor == nullptr) executor = new Executor(name, device);
   return *executor;
 }
 
