@@ -1,0 +1,26 @@
+// hb.tensor from arrays of every kind and state, then reads and copies while the array
+// is transferred, shrunk or dropped, and use after dispose.
+'use strict';
+module.exports = {
+  name: 'tensors',
+  async run(r, { hb, attempt }) {
+    const n = r.size();
+    const made = r.typedArray(r.pick(['f32', 'f64', 'i32', 'i64', 'u8', 'any']), n);
+    const shape = r.chance(0.3) ? r.shape(n) : undefined;
+    const dtype = r.chance(0.1) ? r.pick(['float32', 'int64', 'float16', 'bogus', 7]) : undefined;
+    const device = r.chance(0.1) ? r.pick(['cpu', 'cuda', 'cuda:7', 'tpu', '']) : undefined;
+    const t = await attempt('tensor', () => hb.tensor(made.array, shape, dtype, device === undefined ? {} : { device }));
+    if (!t) return;
+    const queued = [attempt('data', () => t.data()), attempt('clone', () => t.clone()), attempt('array', () => t.array())];
+    r.disturb(made);
+    if (global.gc && r.chance(0.3)) global.gc();
+    const [, copy] = await Promise.all(queued);
+    if (copy) await attempt('copy.data', () => copy.data());
+    if (r.chance(0.4)) {
+      t.dispose();
+      await attempt('after dispose', () => t.data());
+      await attempt('after dispose', () => t.clone());
+    }
+    await attempt('nested', () => hb.tensor(r.pick([[[1, 2], [3]], [[]], [1, 'a'], [1n, 2], [[1], [2, 3]], [NaN]])).data());
+  },
+};
