@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Checkpoint save and restore of an embedding table with its Adagrad slot, as the
-// Estimator does it (rows streamed by the addon, SHA-256 of the data section, fsync,
+// Estimator does it (rows streamed by the addon, SHA-256 of the whole file, fsync,
 // rename), next to the disk baseline measured in the same run, interleaved: the same
 // number of bytes written from one JS buffer and fsynced, and read back into one.
 //

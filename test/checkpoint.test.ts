@@ -35,6 +35,14 @@ function readHeader(file: string): { headerLength: number; header: Record<string
   return { headerLength, header, data: bytes.subarray(8 + headerLength) };
 }
 
+/** The SHA-256 a checkpoint records: of the whole file, its own 64 hex digits read as zeros. */
+function fileDigest(file: string): string {
+  const bytes = fs.readFileSync(file);
+  const at = 8 + '{"__metadata__":{"sha256":"'.length;
+  bytes.fill('0'.charCodeAt(0), at, at + 64);
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
 function flipByte(file: string, position: number): void {
   const bytes = fs.readFileSync(file);
   bytes[position] ^= 0xff;
@@ -105,11 +113,13 @@ describe('checkpoint files', () => {
     expect(data.readFloatLE(16)).toBe(1);
     expect(data.readFloatLE(24)).toBe(3);
     expect(data.readInt32LE(28)).toBe(9);
+    // The checksum covers the header too (not the data alone, as format hb-ts/1 did).
+    expect(raw.startsWith('{"__metadata__":{"sha256":"')).toBe(true);
     expect(header.__metadata__).toEqual({
       model: 'wide_deep',
       global_step: '7',
-      format: 'hb-ts/1',
-      sha256: createHash('sha256').update(data).digest('hex'),
+      format: 'hb-ts/2',
+      sha256: fileDigest(file),
     });
   });
 
@@ -234,8 +244,10 @@ describe('checkpoint files', () => {
       h.__metadata__.global_step = '10';
     });
     await expect(loadCheckpoint(file)).rejects.toThrow(/does not match the file name/);
+    // Back to the values written, but not the bytes (the padding): the checksum covers the
+    // header, so no rewritten header loads.
     rewrite((h) => (h.__metadata__.global_step = '9'));
-    expect((await loadCheckpoint(file)).globalStep).toBe(9);
+    await expect(loadCheckpoint(file)).rejects.toThrow(/checksum mismatch/);
     fs.appendFileSync(file, Buffer.alloc(4));
     await expect(loadCheckpoint(file)).rejects.toThrow(/after the last tensor/);
   });
@@ -301,7 +313,8 @@ describe('checkpoints of native tensors', () => {
     expect(header.scale.data_offsets).toEqual([32, 40]);
     expect(header.table.data_offsets).toEqual([40, 88]);
     expect(header.bias.data_offsets).toEqual([88, 96]);
-    expect(header.__metadata__.sha256).toBe(createHash('sha256').update(data).digest('hex'));
+    expect(data.length).toBe(96);
+    expect(header.__metadata__.sha256).toBe(fileDigest(file));
   });
 
   test('readCheckpointHeader, verifyCheckpoint and loadTensorRows read rows without JS copies', async () => {

@@ -1,23 +1,37 @@
 // Saves and restores a model's variables in modelDir. Every tensor is streamed natively
 // in row ranges (tables through their EmbeddingTable, which knows its rows and slots), so
-// a table never passes through the JS heap; the newest checkpoint that verifies is the
-// one restored (refused newer ones are logged); keepMax rotates old ones out.
+// a table never passes through the JS heap; the newest checkpoint that verifies and fits
+// the model is the one restored (refused newer ones are logged); keepMax rotates old ones
+// out. A checkpoint that lacks a tensor the model has is refused, never half-restored.
 import { EmbeddingTable } from '../embedding/embedding_table';
 import { Variable } from '../tensor/variable';
-import { CheckpointHeader, CheckpointTensor, latestValidCheckpoint, loadTensorRows, saveCheckpoint, ValidCheckpoint } from '../io/checkpoint_file';
+import {
+  CheckpointHeader,
+  CheckpointTensor,
+  latestValidCheckpoint,
+  listCheckpoints,
+  loadTensorRows,
+  saveCheckpoint,
+  ValidCheckpoint,
+  verifyCheckpoint,
+} from '../io/checkpoint_file';
 
 /** One thing a checkpoint holds: a variable, or a table with its slots. */
 export interface CheckpointItem {
   /** The tensor names it saves. */
   readonly names: string[];
+  /** Of `names`, the optimizer slots, each with the name of the variable it belongs to. */
+  readonly slots: ReadonlyMap<string, string>;
   save(): CheckpointTensor[];
   /** Reads the tensors among `wanted` that the checkpoint has; resolves to the names read. */
   load(file: string, header: CheckpointHeader, wanted: ReadonlySet<string>): Promise<string[]>;
 }
 
-export function variableItem(v: Variable): CheckpointItem {
+/** `slotOf`: for an optimizer slot, the name of its variable. */
+export function variableItem(v: Variable, slotOf?: string): CheckpointItem {
   return {
     names: [v.name],
+    slots: new Map(slotOf === undefined ? [] : [[v.name, slotOf]]),
     save: () => [{ name: v.name, dtype: 'float32', shape: [...v.shape], data: { tensor: v.handle } }],
     load: async (file, header, wanted) => {
       const entry = header.entries.get(v.name);
@@ -36,10 +50,15 @@ export function tableItem(table: EmbeddingTable): CheckpointItem {
     get names() {
       return [table.name, ...table.slots.keys()];
     },
+    get slots() {
+      return new Map([...table.slots.keys()].map((slot) => [slot, table.name]));
+    },
     save: () => table.save(),
     load: async (file, header, wanted) => (header.entries.has(table.name) ? table.load(file, header, undefined, wanted) : []),
   };
 }
+
+type Skipped = ValidCheckpoint['skipped'];
 
 export class CheckpointManager {
   private chosen?: ValidCheckpoint | null;
@@ -51,16 +70,55 @@ export class CheckpointManager {
 
   /**
    * The newest checkpoint that verifies, looked for once (saves made since do not change
-   * it), or undefined when modelDir has none. Throws when it has some and none verifies:
-   * starting from scratch would train over what is left of the model.
+   * it), or undefined when modelDir has none; after fitting() moved on to an older one,
+   * that one. Throws when it has some and none verifies: starting from scratch would
+   * train over what is left of the model.
    */
   async latest(): Promise<ValidCheckpoint | undefined> {
     if (this.chosen === undefined) {
       const found = await latestValidCheckpoint(this.modelDir);
-      for (const s of found?.skipped ?? []) this.options.log(`checkpoint ${s.path} was refused (${s.error}); using an older one`);
+      this.logRefused(found?.skipped ?? []);
       this.chosen = found ?? null;
     }
     return this.chosen ?? undefined;
+  }
+
+  /**
+   * The checkpoint to restore `items` from: latest() when it holds each of their tensors
+   * with the dtype and shape the model has, else the newest older one that verifies and
+   * does; one that does not fit is refused, logged and listed in `skipped` as a corrupt
+   * one is (an edited header that was re-signed, a file of another model). Throws when
+   * none fits, and when the checkpoint lacks tensors the model has: restoring it would
+   * leave those at their initial values (a partial restore is not offered).
+   */
+  async fitting(items: CheckpointItem[]): Promise<ValidCheckpoint | undefined> {
+    let candidate = await this.latest();
+    if (!candidate) return undefined;
+    const expected = items.flatMap((item) => item.save().map(({ name, dtype, shape }) => ({ name, dtype, shape })));
+    const skipped: Skipped = [...candidate.skipped];
+    for (;;) {
+      const missing = expected.filter((t) => !candidate!.header.entries.has(t.name)).map((t) => t.name);
+      if (missing.length > 0) throw new Error(missingMessage(candidate, missing, items));
+      const misfits = expected.flatMap(({ name, dtype, shape }) => {
+        const entry = candidate!.header.entries.get(name)!;
+        if (entry.dtype !== dtype) return [`'${name}' is ${entry.dtype} but the model's is ${dtype}`];
+        if (entry.shape.join() !== shape.join()) return [`'${name}' has shape [${entry.shape}] but the model's is [${shape}]`];
+        return [];
+      });
+      if (misfits.length === 0) {
+        this.chosen = { ...candidate, skipped };
+        return this.chosen;
+      }
+      const refused = { path: candidate.path, error: `Checkpoint ${candidate.path} does not fit the model: ${listed(misfits, '; ')}` };
+      skipped.push(refused);
+      this.logRefused([refused]);
+      candidate = await this.olderThan(candidate.path, skipped);
+      if (!candidate) {
+        // Nothing is chosen: a retry looks again, and fails again unless the files changed.
+        this.chosen = undefined;
+        throw new Error(`No checkpoint in ${this.modelDir} fits the model:\n` + skipped.map((s) => `  ${s.error}`).join('\n'));
+      }
+    }
   }
 
   /** Reads the tensors of `items` named in `wanted` from `checkpoint`; resolves to the names read. */
@@ -76,4 +134,58 @@ export class CheckpointManager {
     const info = await saveCheckpoint(this.modelDir, globalStep, tensors, { keepMax: this.options.keepMax, metadata });
     return info.path;
   }
+
+  /** The newest checkpoint listed before `file` that verifies; those that do not go to `skipped`. */
+  private async olderThan(file: string, skipped: Skipped): Promise<ValidCheckpoint | undefined> {
+    const listed = (await listCheckpoints(this.modelDir)).map((c) => c.path);
+    for (let i = listed.indexOf(file) - 1; i >= 0; i--) {
+      try {
+        return { path: listed[i], header: await verifyCheckpoint(listed[i]), skipped };
+      } catch (err) {
+        const refused = { path: listed[i], error: err instanceof Error ? err.message : String(err) };
+        skipped.push(refused);
+        this.logRefused([refused]);
+      }
+    }
+    return undefined;
+  }
+
+  private logRefused(skipped: Skipped): void {
+    for (const s of skipped) this.options.log(`checkpoint ${s.path} was refused (${s.error}); using an older one`);
+  }
+}
+
+/**
+ * What the checkpoint lacks: the model's variables, and apart from them the slots of
+ * variables it does have, with the slots it has for those (another optimizer's).
+ */
+function missingMessage(checkpoint: ValidCheckpoint, missing: string[], items: CheckpointItem[]): string {
+  const slotOf = new Map(items.flatMap((item) => [...item.slots]));
+  const variables = missing.filter((n) => !slotOf.has(n)).sort();
+  const lost = new Set(variables);
+  // A missing variable's slots are missing with it; they would only repeat it.
+  const slots = missing.filter((n) => slotOf.has(n) && !lost.has(slotOf.get(n)!));
+  const parts: string[] = [];
+  if (variables.length > 0) parts.push(`lacks ${variables.length} tensor${variables.length === 1 ? '' : 's'} the model has: ${listed(variables.map(quote))}`);
+  if (slots.length > 0) {
+    const owners = new Set(slots.map((n) => slotOf.get(n)!));
+    const modelNames = new Set(items.flatMap((item) => item.names));
+    const expected = [...slotOf].filter(([, owner]) => owners.has(owner)).map(([slot]) => slot).sort();
+    const found = [...checkpoint.header.entries.keys()].filter((n) => !modelNames.has(n) && [...owners].some((o) => n.startsWith(`${o}/`))).sort();
+    parts.push(
+      `lacks optimizer slots: the model's optimizers expect ${listed(expected.map(quote))} but the checkpoint has ${found.length > 0 ? listed(found.map(quote)) : 'none'} ` +
+        'for the same variables (it was written with another optimizer, or an optimizer of another name)',
+    );
+  }
+  return (
+    `Checkpoint ${checkpoint.path} ${parts.join('; it also ')}. Restoring it would leave them at their initial values, so nothing is restored: ` +
+    'restore with the model and optimizers that wrote it, or train this model in another modelDir'
+  );
+}
+
+const quote = (name: string) => `'${name}'`;
+
+/** The first 20 of `items` joined, then how many in all: a big model's list stays readable. */
+function listed(items: string[], separator = ', '): string {
+  return items.length <= 20 ? items.join(separator) : `${items.slice(0, 20).join(separator)}${separator}... (${items.length} in all)`;
 }

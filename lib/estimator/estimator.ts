@@ -47,6 +47,9 @@ export class Estimator {
   private stepRestored = false;
   /** The checkpoint step the variables are restored from, while nothing has trained since. */
   private restoredStep?: number;
+  /** The file they are restored from (fitting() may move to an older one than restoreGlobalStep saw). */
+  private restoredFrom?: string;
+  /** Names restored from restoredFrom, each only once its whole restore succeeded. */
   private readonly restored = new Set<string>();
 
   constructor(init: EstimatorInit) {
@@ -83,21 +86,26 @@ export class Estimator {
       // must look again, not start from step 0 over the model directory.
       const latest = await this.checkpoints?.latest();
       this.stepRestored = true;
-      if (latest) {
-        this.step = latest.header.globalStep;
-        this.restoredStep = this.step;
-        this.config.log(`restored ${latest.path} (global step ${this.step})`);
-      }
+      if (latest) this.restoreFrom(latest.path, latest.header.globalStep);
     }
     return this.step;
   }
 
-  /** The model of `mode`, built (and its new variables restored) on first use. */
+  private restoreFrom(file: string, globalStep: number): void {
+    this.step = globalStep;
+    this.restoredStep = globalStep;
+    this.restoredFrom = file;
+    this.restored.clear();
+    this.config.log(`restored ${file} (global step ${globalStep})`);
+  }
+
+  /** The model of `mode`, built on first use, with its variables restored. */
   private async build(mode: Mode, example: Batch): Promise<BuiltModel> {
     await this.restoreGlobalStep();
-    const existing = this.model.get(mode);
-    if (existing) return existing;
-    const built = await this.model.build(mode, example);
+    const built = this.model.get(mode) ?? (await this.model.build(mode, example));
+    // A model built before is restored again too: when its restore failed, returning it
+    // as it is would train its initial values from the checkpoint's step, and the saves
+    // would rotate the checkpoints out. This does nothing once all is restored.
     await this.restoreNewVariables();
     return built;
   }
@@ -115,32 +123,79 @@ export class Estimator {
         items.push(variableItem(v));
       }
     }
-    for (const [name, slot] of this.model.store.slots) if (!covered.has(name)) items.push(variableItem(slot));
+    for (const [name, slot] of this.model.store.slots) if (!covered.has(name)) items.push(variableItem(slot, this.slotOwner(name)));
     return items;
+  }
+
+  /** The variable a slot is named after (`<variable>/<optimizer>[_n]`): the longest name that prefixes it. */
+  private slotOwner(slot: string): string | undefined {
+    let owner: string | undefined;
+    for (const name of this.model.store.variables.keys()) {
+      if (slot.startsWith(`${name}/`) && name.length > (owner?.length ?? -1)) owner = name;
+    }
+    return owner;
   }
 
   /**
    * Restores variables made since the last restore from the latest checkpoint, while
    * nothing has trained since it (a later build, e.g. the train graph's optimizer slots
-   * after an evaluation, must see the checkpoint's values too).
+   * after an evaluation, must see the checkpoint's values too). Throws, restoring nothing
+   * it would have to leave half done, when the checkpoint lacks some of them or none fits
+   * the model; every later build and save retries, so a run never goes on without it.
    */
   private async restoreNewVariables(): Promise<void> {
     if (!this.checkpoints || this.restoredStep === undefined || this.restoredStep !== this.step) return;
-    const latest = await this.checkpoints.latest();
-    if (!latest) return;
     const items = this.checkpointItems();
+    if (items.every((item) => item.names.every((n) => this.restored.has(n)))) return;
+    const checkpoint = await this.checkpoints.fitting(items);
+    if (!checkpoint) return;
+    // An older checkpoint than the one the step came from: everything comes from it, and
+    // maxSteps counts from its step.
+    if (checkpoint.path !== this.restoredFrom) this.restoreFrom(checkpoint.path, checkpoint.header.globalStep);
     const wanted = new Set(items.flatMap((i) => i.names).filter((n) => !this.restored.has(n)));
-    if (wanted.size === 0) return;
-    for (const name of await this.checkpoints.restore(latest, items, wanted)) this.restored.add(name);
-    const saved = latest.header.metadata.optimizer_state;
-    const state = saved ? (JSON.parse(saved) as Array<Record<string, number>>) : [];
-    this.model.optimizers().forEach((o, i) => state[i] && o.restoreScalarState(state[i]));
+    const read = await this.checkpoints.restore(checkpoint, items, wanted);
+    this.restoreOptimizerState(checkpoint.path, checkpoint.header.metadata.optimizer_state);
+    for (const name of read) this.restored.add(name);
   }
 
-  /** Writes every variable and optimizer slot to modelDir at the current global step. */
+  /** Each optimizer's scalars (Adam's beta powers); one the checkpoint lacks is refused, as a missing slot is. */
+  private restoreOptimizerState(file: string, saved: string | undefined): void {
+    const optimizers = this.model.optimizers();
+    let state: unknown;
+    try {
+      state = saved === undefined ? [] : JSON.parse(saved);
+    } catch {
+      state = undefined;
+    }
+    if (!Array.isArray(state)) throw new Error(`Checkpoint ${file}: its optimizer_state is not a JSON array`);
+    optimizers.forEach((optimizer, i) => {
+      const keys = Object.keys(optimizer.scalarState());
+      const entry = state[i] as Record<string, unknown> | undefined;
+      const lacking = keys.filter((k) => typeof entry?.[k] !== 'number' || !Number.isFinite(entry[k]));
+      if (lacking.length > 0) {
+        throw new Error(
+          `Checkpoint ${file} lacks ${lacking.join(', ')} of optimizer ${i} (${optimizer.constructor.name} '${optimizer.name}'): ` +
+            'it was written with other optimizers, or in another order; restore with the model and optimizers that wrote it, or train in another modelDir',
+        );
+      }
+    });
+    optimizers.forEach((optimizer, i) => optimizer.restoreScalarState(state[i]));
+  }
+
+  /**
+   * Writes every variable and optimizer slot to modelDir at the current global step.
+   * Nothing is written before the restore succeeded (the model's initial values would go
+   * out as the checkpoint's step and rotate the good ones away), nor while nothing has
+   * trained since it: that state is the checkpoint restored, already on disk.
+   */
   async saveCheckpoint(): Promise<string | undefined> {
     if (!this.checkpoints) return undefined;
-    return this.checkpoints.save(this.step, this.checkpointItems(), {
+    await this.restoreGlobalStep();
+    await this.restoreNewVariables();
+    if (this.restoredFrom !== undefined && this.restoredStep === this.step) return this.restoredFrom;
+    const items = this.checkpointItems();
+    if (items.length === 0) throw new Error('saveCheckpoint: nothing to save yet: no model has been built (train, evaluate or predict first)');
+    return this.checkpoints.save(this.step, items, {
       optimizer_state: JSON.stringify(this.model.optimizers().map((o) => o.scalarState())),
     });
   }

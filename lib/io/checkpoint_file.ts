@@ -6,9 +6,11 @@
 //
 // Native tensors are streamed in row ranges by the addon (tensorWriteRows /
 // tensorReadRows), so a table never passes through the JS heap whole. One SHA-256 (node's
-// crypto) covers the data section in file order: typed arrays are hashed as they are
-// written, native rows read back in small pieces right after the addon wrote them, while
-// they are still in the page cache.
+// crypto) covers the whole file, header included, with the 64 characters that record it
+// read as zeros: a header is as much the model as the data (swapped names or offsets, an
+// edited global step or optimizer state would load silently otherwise). The header is
+// hashed as written, typed arrays as they are written, native rows read back in small
+// pieces right after the addon wrote them, while they are still in the page cache.
 import { createHash, Hash, randomBytes } from 'crypto';
 import { promises as fsp } from 'fs';
 import type { FileHandle } from 'fs/promises';
@@ -75,7 +77,7 @@ export interface CheckpointHeader {
   dataStart: number;
   /** Byte length of the data section (the rest of the file). */
   dataLength: number;
-  /** The data section's SHA-256 (lowercase hex) as the writer recorded it. */
+  /** The file's SHA-256 (lowercase hex) as the writer recorded it, computed with these 64 characters as zeros. */
   sha256: string;
 }
 
@@ -96,12 +98,24 @@ const DTYPES: Record<CheckpointDType, { code: string; itemSize: number; array: T
 };
 const DTYPE_BY_CODE = new Map(Object.entries(DTYPES).map(([dtype, d]) => [d.code, dtype as CheckpointDType]));
 
-const FORMAT = 'hb-ts/1';
+const FORMAT = 'hb-ts/2';
+// Its checksum covered the data only, so nothing can tell an edited header from a good
+// one: such files are refused rather than trusted.
+const DATA_ONLY_CHECKSUM_FORMAT = 'hb-ts/1';
+// The digest is the header's first value, at a fixed place, so a reader blanks exactly
+// those bytes before hashing without having to trust anything the JSON says first.
+const DIGEST_LEAD = Buffer.from('{"__metadata__":{"sha256":"', 'utf8');
+const DIGEST_AT = 8 + DIGEST_LEAD.length;
+const DIGEST_CHARS = 64;
+const BLANK_DIGEST = '0'.repeat(DIGEST_CHARS);
 const RESERVED_METADATA_KEYS = ['global_step', 'sha256', 'format'];
 const MANIFEST = 'checkpoint.json';
 // Exactly the names we write (no leading zeros), so a name and a step map one to one
 // and nothing in a tampered manifest can point outside the model directory.
 const CHECKPOINT_NAME = /^model\.ckpt-(0|[1-9][0-9]*)\.safetensors$/;
+// The temporary names writeAtomically gives the two kinds of file it writes here, and
+// nothing else: a stale-file sweep must never touch what another program put in modelDir.
+const TEMP_NAME = /^\.(?:model\.ckpt-(?:0|[1-9][0-9]*)\.safetensors|checkpoint\.json)\.tmp-([1-9][0-9]{0,9})-[0-9a-f]{12}$/;
 // The reference implementation refuses headers above 100 MB; a larger length is a
 // corrupt prefix, and trusting it would mean allocating whatever it says.
 const MAX_HEADER_BYTES = 100_000_000;
@@ -121,7 +135,9 @@ export function checkpointFileName(globalStep: number): string {
 
 /**
  * Writes model.ckpt-<globalStep>.safetensors and updates the manifest; deletes
- * checkpoints beyond keepMax (oldest first; keepMax 0 or undefined = keep all).
+ * checkpoints beyond keepMax (oldest first; keepMax 0 or undefined = keep all), but never
+ * one of a later global step than this one. The first save into a directory in this
+ * process also removes temp files that killed saves left there (see sweepStaleTemps).
  * The typed arrays must not change until the returned promise settles: they are written
  * straight from their memory, not copied first. A native source is written on its
  * tensor's device when the save reaches it, after everything queued there before; queue
@@ -155,7 +171,20 @@ export async function saveCheckpoint(
     // order of saving, as with TensorFlow's CheckpointManager, not of step.
     const previous = (await existingCheckpoints(modelDir)).map((c) => path.basename(c.path));
     let all = previous.filter((n) => n !== name).concat(name);
-    if (keepMax > 0) all = all.slice(-keepMax);
+    if (keepMax > 0 && all.length > keepMax) {
+      // A save behind the steps already kept comes from a run that started over or fell
+      // back past refused checkpoints; the later ones may be the only good copies of the
+      // model, so they stay (beyond keepMax) until this run passes them.
+      let excess = all.length - keepMax;
+      const dropped = new Set<string>();
+      for (const n of all) {
+        if (excess === 0) break;
+        if (n === name || stepOf(n) > globalStep) continue;
+        dropped.add(n);
+        excess--;
+      }
+      all = all.filter((n) => !dropped.has(n));
+    }
     const manifest = JSON.stringify({ latest: name, all }, null, 2) + '\n';
     await writeAtomically(modelDir, MANIFEST, (fh) => writeAll(fh, Buffer.from(manifest, 'utf8'), 0));
 
@@ -164,6 +193,8 @@ export async function saveCheckpoint(
       if (all.includes(old)) continue;
       await fsp.rm(path.join(modelDir, old), { force: true });
     }
+    // After the save, so that every temp a killed save left is older than a complete checkpoint.
+    if (!swept.has(path.resolve(modelDir))) await sweepStaleTemps(modelDir);
     return { path: path.join(modelDir, name), globalStep };
   });
 }
@@ -182,10 +213,11 @@ export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
   const fail = failureIn(file);
   const fh = await fsp.open(file, 'r');
   try {
-    const header = await readHeader(fh, file);
+    const { header, raw } = await readHeaderAndBytes(fh, file);
     // Each tensor gets its own freshly allocated array, read straight into: the memory is
     // aligned whatever the offsets, and no file-sized buffer is kept alive by views.
-    const hasher = createHash('sha256');
+    // The entries tile the data in order (parseHeader checks), so this is file order.
+    const hasher = hasherOverHeader(raw);
     const tensors = new Map<string, CheckpointTensor<TypedArray>>();
     for (const entry of header.entries.values()) {
       const { array, itemSize } = DTYPES[entry.dtype];
@@ -216,8 +248,8 @@ export async function readCheckpointHeader(file: string): Promise<CheckpointHead
 }
 
 /**
- * Reads the header, then hashes the data section (through a small buffer, never the
- * whole file in memory) and compares it with the recorded SHA-256; resolves to the
+ * Reads the header, then hashes the whole file (the data through a small buffer, never
+ * the whole file in memory) and compares it with the recorded SHA-256; resolves to the
  * header, or throws an Error naming the file.
  */
 export async function verifyCheckpoint(file: string): Promise<CheckpointHeader> {
@@ -225,8 +257,8 @@ export async function verifyCheckpoint(file: string): Promise<CheckpointHeader> 
   const fail = failureIn(file);
   const fh = await fsp.open(file, 'r');
   try {
-    const header = await readHeader(fh, file);
-    const hasher = createHash('sha256');
+    const { header, raw } = await readHeaderAndBytes(fh, file);
+    const hasher = hasherOverHeader(raw);
     await hashFileBytes(fh, header.dataStart, header.dataLength, hasher, fail);
     checkDigest(hasher.digest('hex'), header, fail);
     return header;
@@ -283,7 +315,8 @@ export async function loadTensorRows(
  * The newest checkpoint that verifies, falling back to older ones; `skipped` lists the
  * files refused and why. undefined when the directory has no checkpoint at all; when it
  * has some and none verifies this throws, since quietly starting from scratch would
- * train over (and with keepMax, delete) what is left of the model.
+ * train over (and with keepMax, delete) what is left of the model. Also removes the temp
+ * files of killed saves (see sweepStaleTemps).
  */
 export async function loadLatestCheckpoint(modelDir: string): Promise<LatestCheckpoint | undefined> {
   return newestUsable(modelDir, loadCheckpoint);
@@ -301,6 +334,7 @@ async function newestUsable<T extends object>(
   modelDir: string,
   open: (file: string) => Promise<T>,
 ): Promise<(T & { path: string; skipped: Array<{ path: string; error: string }> }) | undefined> {
+  await sweepStaleTemps(modelDir);
   const candidates = await existingCheckpoints(modelDir);
   const skipped: Array<{ path: string; error: string }> = [];
   for (const candidate of candidates.reverse()) {
@@ -408,13 +442,14 @@ function checkUserMetadata(metadata: Record<string, string>): Record<string, str
   return metadata;
 }
 
-/** The 8-byte length and the space-padded JSON header. */
+/** The 8-byte length and the space-padded JSON header, the digest first (at DIGEST_AT). */
 function encodeHeader(layout: PlannedTensor[], globalStep: number, userMetadata: Record<string, string>, sha256: string): Buffer {
-  const header: Record<string, unknown> = {
-    __metadata__: { ...userMetadata, global_step: String(globalStep), sha256, format: FORMAT },
-  };
-  for (const p of layout) header[p.tensor.name] = { dtype: p.code, shape: p.tensor.shape, data_offsets: [p.begin, p.end] };
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  // Written field by field: JSON.stringify would put integer-like keys (a tensor or a
+  // metadata key named "0") ahead of the digest.
+  const field = (key: string, value: unknown) => `,${JSON.stringify(key)}:${JSON.stringify(value)}`;
+  const metadata = Object.entries(userMetadata).map(([k, v]) => field(k, v)).join('') + field('global_step', String(globalStep)) + field('format', FORMAT);
+  const tensors = layout.map((p) => field(p.tensor.name, { dtype: p.code, shape: p.tensor.shape, data_offsets: [p.begin, p.end] })).join('');
+  const json = Buffer.from(`${DIGEST_LEAD.toString('utf8')}${sha256}"${metadata}}${tensors}}`, 'utf8');
   const padded = Math.ceil(json.length / 8) * 8;
   const out = Buffer.alloc(8 + padded, 0x20);
   out.writeBigUInt64LE(BigInt(padded), 0);
@@ -430,12 +465,13 @@ async function writeSafetensors(
   userMetadata: Record<string, string>,
 ): Promise<void> {
   // The checksum belongs in the header but is known only after the data went by, so the
-  // header goes out first with a placeholder of the same length (hex sha256 is always 64
-  // characters) and is rewritten in place at the end: a single pass over the data.
-  const placeholder = encodeHeader(layout, globalStep, userMetadata, '0'.repeat(64));
-  await writeAll(fh, placeholder, 0);
+  // header goes out first with zeros in its place (hex sha256 is always 64 characters),
+  // which is also how readers hash it, and is rewritten in place at the end: a single
+  // pass over the data.
+  const placeholder = encodeHeader(layout, globalStep, userMetadata, BLANK_DIGEST);
   // One write at a time, in file order: the hasher must see the bytes in that order.
   const hasher = createHash('sha256');
+  await writeAll(fh, placeholder, 0, hasher);
   const dataStart = placeholder.length;
   for (const p of layout) {
     if (p.rows) {
@@ -513,11 +549,23 @@ function failureIn(file: string): Fail {
 }
 
 function checkDigest(actual: string, header: CheckpointHeader, fail: Fail): void {
-  if (actual !== header.sha256) fail(`checksum mismatch: the data's sha256 is ${actual}, the header records ${header.sha256}`);
+  if (actual !== header.sha256) fail(`checksum mismatch: the file's sha256 is ${actual}, the header records ${header.sha256}`);
+}
+
+/** A hash started on the file's first bytes (length and header), its digest read as zeros. */
+function hasherOverHeader(raw: Buffer): Hash {
+  const blanked = Buffer.from(raw);
+  blanked.write(BLANK_DIGEST, DIGEST_AT, 'latin1');
+  return createHash('sha256').update(blanked);
 }
 
 /** The 8-byte length, the JSON header and its checks against the file's size and name. */
 async function readHeader(fh: FileHandle, file: string): Promise<CheckpointHeader> {
+  return (await readHeaderAndBytes(fh, file)).header;
+}
+
+/** readHeader, and the file's bytes up to the data (length and header) for the hash. */
+async function readHeaderAndBytes(fh: FileHandle, file: string): Promise<{ header: CheckpointHeader; raw: Buffer }> {
   const fail = failureIn(file);
   const fileSize = (await fh.stat()).size;
   if (fileSize < 8) fail(`truncated: ${fileSize} bytes, not even the 8-byte header length`);
@@ -526,16 +574,24 @@ async function readHeader(fh: FileHandle, file: string): Promise<CheckpointHeade
   const headerLength = prefix.readBigUInt64LE(0);
   if (headerLength > BigInt(MAX_HEADER_BYTES)) fail(`bad header: header length ${headerLength} is implausible (limit ${MAX_HEADER_BYTES})`);
   if (headerLength > BigInt(fileSize - 8)) fail(`truncated: header length ${headerLength} runs past the end of the ${fileSize}-byte file`);
-  const headerBytes = Buffer.alloc(Number(headerLength));
+  const raw = Buffer.alloc(8 + Number(headerLength));
+  prefix.copy(raw);
+  const headerBytes = raw.subarray(8);
   await readExactly(fh, headerBytes, 8, fail);
 
-  const dataStart = 8 + headerBytes.length;
+  const dataStart = raw.length;
   const header = parseHeader(headerBytes, fileSize - dataStart, fail);
+  // Where the hash will read zeros must be where the digest is, or the bytes the JSON
+  // reader takes for it would go unchecked.
+  const digestEnd = DIGEST_AT + DIGEST_CHARS;
+  if (raw.length <= digestEnd || !raw.subarray(8, DIGEST_AT).equals(DIGEST_LEAD) || raw.toString('latin1', DIGEST_AT, digestEnd) !== header.sha256 || raw[digestEnd] !== 0x22) {
+    fail('bad header: the sha256 is not the first value of __metadata__, the first key');
+  }
   const stepInName = CHECKPOINT_NAME.exec(path.basename(file));
   if (stepInName && Number(stepInName[1]) !== header.globalStep) {
     fail(`bad header: global_step ${header.globalStep} does not match the file name`);
   }
-  return { ...header, dataStart, dataLength: fileSize - dataStart };
+  return { header: { ...header, dataStart, dataLength: fileSize - dataStart }, raw };
 }
 
 function parseHeader(bytes: Buffer, dataLength: number, fail: Fail): Omit<CheckpointHeader, 'dataStart' | 'dataLength'> {
@@ -552,6 +608,12 @@ function parseHeader(bytes: Buffer, dataLength: number, fail: Fail): Omit<Checkp
     fail('bad header: __metadata__ is missing or not a map of strings');
   }
   const strings = meta as Record<string, string>;
+  if (strings.format === DATA_ONLY_CHECKSUM_FORMAT) {
+    fail(
+      `unsupported format ${JSON.stringify(strings.format)} (an older hb-ts): its checksum covers only the data, not the header, so edited tensor ` +
+        `names, shapes, offsets, global step or optimizer state cannot be detected and the file is not loaded; restore it with the hb-ts version that wrote it, or train in a new modelDir`,
+    );
+  }
   if (strings.format !== FORMAT) fail(`bad header: format ${JSON.stringify(strings.format)} is not ${FORMAT}`);
   if (!/^(0|[1-9][0-9]*)$/.test(strings.global_step ?? '') || !Number.isSafeInteger(Number(strings.global_step))) {
     fail(`bad header: global_step ${JSON.stringify(strings.global_step)} is not a non-negative integer`);
@@ -681,6 +743,55 @@ async function keepExisting(modelDir: string, names: string[]): Promise<Checkpoi
 
 function stepOf(name: string): number {
   return Number(CHECKPOINT_NAME.exec(name)![1]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Temp files of killed saves
+
+/** Directories whose first save has swept them, in this process. */
+const swept = new Set<string>();
+
+/**
+ * Removes the temp files a save killed mid-write left in modelDir (a checkpoint's can be
+ * as large as the model, and nothing else ever removes them): only names writeAtomically
+ * gives, only regular files older than the newest complete checkpoint, and only those of
+ * a process that no longer runs, so a save in progress elsewhere keeps its file. Best
+ * effort: a directory that cannot be read or written is left as it is.
+ */
+async function sweepStaleTemps(modelDir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(modelDir);
+  } catch {
+    return;
+  }
+  let newest = -Infinity;
+  for (const name of names.filter((n) => CHECKPOINT_NAME.test(n))) {
+    const stat = await fsp.stat(path.join(modelDir, name)).catch(() => undefined);
+    if (stat?.isFile()) newest = Math.max(newest, stat.mtimeMs);
+  }
+  if (newest === -Infinity) return;
+  swept.add(path.resolve(modelDir));
+  for (const name of names) {
+    const temp = TEMP_NAME.exec(name);
+    if (!temp || processRuns(Number(temp[1]))) continue;
+    const file = path.join(modelDir, name);
+    const stat = await fsp.lstat(file).catch(() => undefined);
+    if (!stat?.isFile() || stat.mtimeMs >= newest) continue;
+    await fsp.rm(file, { force: true }).catch(() => undefined);
+  }
+}
+
+/** Whether a process of that id runs on this host (one of another user's counts). */
+function processRuns(pid: number): boolean {
+  if (pid === process.pid) return true;
+  if (pid > 0x7fffffff) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 // ---------------------------------------------------------------------------------------
