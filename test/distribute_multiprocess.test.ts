@@ -150,9 +150,9 @@ describeGloo('collectives over Gloo between processes', () => {
     const finished = await rank0.done;
     rank1.child.kill('SIGKILL');
     const out = resultOf(finished.stdout);
-    expect(out).toMatchObject({ code: 'HB_ERR_TIMEOUT', message: expect.stringMatching(/^barrier \(collective #1 on rank 0\): no answer from the other ranks within 1500 ms/) });
+    expect(out).toMatchObject({ code: 'HB_ERR_TIMEOUT', message: expect.stringMatching(/^barrier \(collective #1 on rank 0\): no answer from the other ranks within 1500 ms \(HB_COMM_TIMEOUT_MS\); rank 1 never reached it \(alive, but stuck or in other work\)/) });
     expect(out.ms).toBeGreaterThanOrEqual(1400);
-    expect(out.ms).toBeLessThan(10_000);
+    expect(out.ms).toBeLessThan(12_000);
     await rank1.done;
   });
 });

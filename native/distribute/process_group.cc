@@ -135,14 +135,43 @@ void ProcessGroup::fail(const char* name, uint64_t sequence, const std::exceptio
             << " gone (the process exited or closed its connections)";
   } else if (timedOut) {
     code = ErrorCode::Timeout;
-    message << "no answer from the other ranks within " << config_.timeout.count()
-            << " ms (HB_COMM_TIMEOUT_MS); a peer is stuck or has not reached this collective";
+    const std::vector<int> absent = ranksAbsentFrom(name, sequence);
+    message << "no answer from the other ranks within " << config_.timeout.count() << " ms (HB_COMM_TIMEOUT_MS); ";
+    if (absent.empty()) {
+      message << "a peer is stuck or has not reached this collective";
+    } else {
+      message << "rank" << (absent.size() == 1 ? " " : "s ") << rankList(absent)
+              << " never reached it (alive, but stuck or in other work)";
+    }
   } else {
     message << "the transport failed";
   }
   message << " [" << config_.backend << ": " << error.what() << "]";
   markBroken(message.str());
   failWith(code, message.str());
+}
+
+std::vector<int> ProcessGroup::ranksAbsentFrom(const char* name, uint64_t sequence) {
+  // Every rank that times out in this collective says so in the store; those that have
+  // not within a moment never reached it. Only after a timeout: no store traffic in the
+  // collectives themselves.
+  const std::string key = std::string("timed_out/") + name + "#" + std::to_string(sequence) + "/";
+  std::vector<int> absent;
+  try {
+    store_->set(key + std::to_string(config_.rank), {1});
+    const auto deadline = Clock::now() + std::chrono::milliseconds(2000);
+    for (;;) {
+      absent.clear();
+      for (int r = 0; r < config_.worldSize; ++r) {
+        if (!store_->has(key + std::to_string(r))) absent.push_back(r);
+      }
+      if (absent.empty() || Clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  } catch (const std::exception&) {
+    absent.clear();  // the store is gone too: say nothing rather than something wrong
+  }
+  return absent;
 }
 
 void ProcessGroup::markBroken(const std::string& why) {

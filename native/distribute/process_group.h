@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "native/core/device.h"
 #include "native/core/status.h"
@@ -71,6 +72,7 @@ class ProcessGroup {
  private:
   void awaitArrivals();
   void leaveStore();
+  std::vector<int> ranksAbsentFrom(const char* name, uint64_t sequence);
 
   ProcessGroupConfig config_;
   std::unique_ptr<TcpStoreServer> server_;  // rank 0 only
