@@ -82,25 +82,44 @@ class Inbox {
   }
 }
 
+interface PoolState {
+  closed: boolean;
+  workers: Array<{ worker: Worker; inbox: Inbox; waiting: number } | undefined>;
+}
+
+// A pass whose iterator was dropped without return() ends its threads when the
+// iterator is collected. (The listeners hold only the state, never the pool, so the
+// running threads do not keep the pool alive.)
+const abandoned = new FinalizationRegistry<PoolState>((state) => {
+  state.closed = true;
+  for (const entry of state.workers) void entry?.worker.terminate();
+});
+
 export class WorkerPool {
-  private readonly workers: Array<{ worker: Worker; inbox: Inbox } | undefined> = [];
-  private closed = false;
+  private readonly state: PoolState = { closed: false, workers: [] };
 
-  constructor(readonly size: number) {}
+  constructor(readonly size: number) {
+    abandoned.register(this, this.state, this);
+  }
 
-  private slot(i: number): { worker: Worker; inbox: Inbox } {
-    if (this.closed) throw new Error('hb.data: the pass over the dataset has ended');
-    let entry = this.workers[i];
+  private slot(i: number): { worker: Worker; inbox: Inbox; waiting: number } {
+    const state = this.state;
+    if (state.closed) throw new Error('hb.data: the pass over the dataset has ended');
+    let entry = state.workers[i];
     if (entry === undefined) {
       const worker = startWorker();
+      // A thread keeps the process alive only while someone waits for it: an iterator
+      // left half-read (a loop that broke without return(), a dropped iterator) must not
+      // stop the process from exiting.
+      worker.unref();
       const inbox = new Inbox();
       worker.on('message', (m: FromWorker) => inbox.push(m));
       worker.on('error', (e: Error) => inbox.fail(new Error(`hb.data reader thread failed: ${e.message}`)));
       worker.on('exit', (code) => {
-        if (!this.closed) inbox.fail(new Error(`hb.data reader thread exited (code ${code})`));
+        if (!state.closed) inbox.fail(new Error(`hb.data reader thread exited (code ${code})`));
       });
-      entry = { worker, inbox };
-      this.workers[i] = entry;
+      entry = { worker, inbox, waiting: 0 };
+      state.workers[i] = entry;
     }
     return entry;
   }
@@ -109,13 +128,20 @@ export class WorkerPool {
     this.slot(i).worker.postMessage(message);
   }
 
-  receive(i: number): Promise<FromWorker> {
-    return this.slot(i).inbox.next();
+  async receive(i: number): Promise<FromWorker> {
+    const entry = this.slot(i);
+    if (entry.waiting++ === 0) entry.worker.ref();
+    try {
+      return await entry.inbox.next();
+    } finally {
+      if (--entry.waiting === 0) entry.worker.unref();
+    }
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.all(this.workers.map((entry) => entry?.worker.terminate()));
+    if (this.state.closed) return;
+    this.state.closed = true;
+    abandoned.unregister(this);
+    await Promise.all(this.state.workers.map((entry) => entry?.worker.terminate()));
   }
 }
