@@ -265,6 +265,8 @@ export interface NativeAddon {
 
   // Feature-column transforms (synchronous; `what` names the column in errors).
   // Values are UTF-8 bytes with Int32Array offsets, or integer typed arrays.
+  /** Throws unless a ragged input's rowSplits start at 0, never decrease and end at `count`. */
+  featureCheckRowSplits(what: string, rowSplits: Int32Array, count: number): void;
   featureDropMissing(
     what: string,
     values: NativeFeatureValues,

@@ -47,6 +47,21 @@ describe('categoricalColumnWithHashBucket', () => {
     expect(splits(r)).toEqual([0, 2, 2, 3]);
   });
 
+  it('refuses ragged inputs whose rowSplits do not describe their values, and StringColumns of the wrong kinds', () => {
+    const values = hb.StringColumn.fromStrings(['omar', 'stringer', 'marlo']);
+    const col = fc.categoricalColumnWithHashBucket('w', 10);
+    const ragged = (splits: number[]) => ({ w: { values, rowSplits: Int32Array.from(splits) } });
+    expect(() => col.transform(ragged([0, 1, 2]))).toThrow("feature column 'w': feature 'w': rowSplits end at 2 but there are 3 values");
+    expect(() => col.transform(ragged([0, 2, 1, 3]))).toThrow("feature column 'w': feature 'w': rowSplits decrease at row 1 (2 then 1)");
+    expect(() => col.transform(ragged([1, 2, 3]))).toThrow("feature column 'w': feature 'w': rowSplits must start at 0");
+    expect(ids(col.transform(ragged([0, 1, 3])))).toEqual([6, 4, 1]);
+    const idsRagged = new hb.Ragged(BigInt64Array.from([1n, 2n, 3n]), Int32Array.from([0, 1, 2]));
+    expect(() => fc.categoricalColumnWithIdentity('w', 10).transform({ w: idsRagged })).toThrow(/rowSplits end at 2 but there are 3 values/);
+    expect(() => new hb.StringColumn([1, 2] as never, Int32Array.from([0, 2]))).toThrow('StringColumn: bytes must be a Uint8Array (UTF-8), got Array');
+    expect(() => new hb.StringColumn(new Int8Array(2) as never, Int32Array.from([0, 2]))).toThrow('StringColumn: bytes must be a Uint8Array (UTF-8), got Int8Array');
+    expect(() => new hb.StringColumn(new Uint8Array(2), Int32Array.from([0, 2]), [1] as never)).toThrow('StringColumn: valid must be a Uint8Array of 0/1 flags, got Array');
+  });
+
   it('refuses strings whose offsets or bytes live in a SharedArrayBuffer (another thread could change them mid-read)', () => {
     const plain = hb.StringColumn.fromStrings(['omar', 'marlo']);
     const sharedOffsets = new Int32Array(new SharedArrayBuffer(plain.offsets.byteLength));

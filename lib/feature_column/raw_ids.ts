@@ -59,6 +59,9 @@ export function presentIds(raw: RawIds, column: string, key: string, beside?: We
       throw new RangeError(`feature column '${beside.owner}': the rows of weight feature '${beside.key}' do not match the rows of feature '${key}'`);
     }
   }
+  // A ragged input's splits come from the user: they must describe its values, or the
+  // ids would be assigned to the wrong rows (dense inputs' splits are made here).
+  if (!raw.dense) native.featureCheckRowSplits(`feature column '${column}': feature '${key}'`, raw.rowSplits, count);
   const weights = beside?.weights;
   const dropIgnored = raw.dense && dropIgnoreValues;
   if (raw.valid === undefined && !dropIgnored) return { kind: raw.kind, values: raw.values, offsets: raw.offsets, rowSplits: raw.rowSplits, weights };

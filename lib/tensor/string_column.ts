@@ -2,6 +2,10 @@
 // so hashing and vocabulary lookups read it without converting value by value.
 
 const encoder = new TextEncoder();
+
+function describe(value: unknown): string {
+  return value === null ? 'null' : typeof value === 'object' ? (value as object).constructor?.name ?? 'an object' : typeof value;
+}
 const decoder = new TextDecoder('utf-8');
 
 /**
@@ -16,6 +20,8 @@ export class StringColumn {
   readonly valid?: Uint8Array;
 
   constructor(bytes: Uint8Array, offsets: Int32Array, valid?: Uint8Array) {
+    if (!(bytes instanceof Uint8Array)) throw new TypeError(`StringColumn: bytes must be a Uint8Array (UTF-8), got ${describe(bytes)}`);
+    if (valid !== undefined && !(valid instanceof Uint8Array)) throw new TypeError(`StringColumn: valid must be a Uint8Array of 0/1 flags, got ${describe(valid)}`);
     if (!(offsets instanceof Int32Array) || offsets.length < 1) {
       const message = 'StringColumn: offsets must be an Int32Array of n + 1 values';
       throw offsets instanceof Int32Array ? new RangeError(message) : new TypeError(message);

@@ -97,6 +97,16 @@ Napi::BigInt64Array int64Result(Napi::Env env, int64_t n) { return Napi::BigInt6
 
 Napi::Int32Array int32Result(Napi::Env env, int64_t n) { return Napi::Int32Array::New(env, size_t(n)); }
 
+// featureCheckRowSplits(what, rowSplits, count): throws unless rowSplits start at 0,
+// never decrease and end at `count` (a ragged input's splits must describe its values).
+Napi::Value featureCheckRowSplits(const Napi::CallbackInfo& info) {
+  const std::string what = stringArgument(info[0], "what");
+  const int64_t count = integerArgument(info[2], what, "count", 0);
+  int64_t rows = 0;
+  rowSplitsArgument(info[1], count, what, &rows);
+  return info.Env().Undefined();
+}
+
 // featureDropMissing(what, values, offsets, valid, rowSplits, weights, dropIgnoreValues)
 //   -> null when every value is present, else { values, offsets?, rowSplits, weights? }
 Napi::Value featureDropMissing(const Napi::CallbackInfo& info) {
@@ -372,6 +382,7 @@ class VocabularyTableHandle : public Napi::ObjectWrap<VocabularyTableHandle> {
 }  // namespace
 
 void exportFeature(Napi::Env env, Napi::Object exports) {
+  exports.Set("featureCheckRowSplits", Napi::Function::New(env, guarded<featureCheckRowSplits>, "featureCheckRowSplits"));
   exports.Set("featureDropMissing", Napi::Function::New(env, guarded<featureDropMissing>, "featureDropMissing"));
   exports.Set("featureIdentity", Napi::Function::New(env, guarded<featureIdentity>, "featureIdentity"));
   exports.Set("featureBucketize", Napi::Function::New(env, guarded<featureBucketize>, "featureBucketize"));
