@@ -148,4 +148,39 @@ describe('Dataset.fromCriteoTsv', () => {
     const file = writeTsv('badint.tsv', `${criteoLine(0)}\n${line.join('\t')}\n`);
     await expect(collect(hb.data.Dataset.fromCriteoTsv(file))).rejects.toThrow(/badint\.tsv, line 2: field I3 is "12a", not an integer/);
   });
+
+  test('an integer beyond float32 (a 400-digit count) is an Error naming the field, not Infinity', async () => {
+    const line = criteoLine(1).split('\t');
+    line[2] = '9'.repeat(400);
+    const file = writeTsv('huge.tsv', `${criteoLine(0)}\n${line.join('\t')}\n`);
+    await expect(collect(hb.data.Dataset.fromCriteoTsv(file))).rejects.toThrow(/huge\.tsv, line 2: field I2 is "9{40}\.\.\.", beyond float32's range/);
+    const ds = hb.data.Dataset.fromCriteoTsv(file, { skipCorrupted: true });
+    expect(rowsOf(await collect(ds.batch(4)))).toHaveLength(1);
+    expect(ds.skipped).toBe(1);
+    // 3.4e38 still fits; int32 columns have their own bound
+    line[2] = '340282346638528859811704183484516925440';
+    const fits = writeTsv('fits.tsv', `${line.join('\t')}\n`);
+    const [batch] = await collect(hb.data.Dataset.fromCriteoTsv(fits).batch(1));
+    expect(Number.isFinite((batch.features.I2 as Float32Array)[0])).toBe(true);
+  });
+
+  test('a file cut while it is read ends the pass with an Error saying where, not an epoch silently short', async () => {
+    const lines = Array.from({ length: 40_000 }, (_, i) => criteoLine(i));
+    const file = writeTsv('cut.tsv', lines.join('\n') + '\n');
+    const size = fs.statSync(file).size;
+    const read = async (options: { skipCorrupted?: boolean }) => {
+      fs.writeFileSync(file, lines.join('\n') + '\n');
+      const ds = hb.data.Dataset.fromCriteoTsv(file, { blockBytes: 64 << 10, numWorkers: 1, ...options });
+      let rows = 0;
+      for await (const batch of ds.batch(256)) {
+        if (rows === 0) fs.truncateSync(file, Math.floor(size / 2)); // after the first batch
+        rows += (batch.labels as Float32Array).length;
+      }
+      return { rows, ds };
+    };
+    await expect(read({})).rejects.toThrow(/cut\.tsv ended at byte \d+ \(after line \d+\), before byte \d+ where it ended when the pass began: the file was truncated while it was read/);
+    const { rows, ds } = await read({ skipCorrupted: true });
+    expect(rows).toBeLessThan(40_000);
+    expect(ds.stats.messages.join('\n')).toMatch(/truncated while it was read/);
+  });
 });

@@ -23,6 +23,8 @@ export interface CriteoTsvUnit extends UnitBase {
   file: string;
   start: number;
   end: number;
+  /** The file's size when the pass was planned: a smaller one was cut while being read. */
+  fileSize: number;
 }
 
 const TAB = 9;
@@ -44,6 +46,8 @@ function shown(bytes: Uint8Array, from: number, to: number): string {
   const text = Buffer.from(bytes.buffer, bytes.byteOffset + from, Math.min(to - from, 40)).toString('utf8');
   return JSON.stringify(to - from > 40 ? `${text}...` : text);
 }
+
+const FLOAT32_MAX = 3.4028234663852886e38;
 
 /** Parses an optional minus sign and decimal digits; NaN when the field is anything else. */
 function parseInteger(bytes: Uint8Array, from: number, to: number): number {
@@ -116,6 +120,8 @@ class Block {
         if (bad || (negative && i === start + 1)) throw new RowError(`field ${CRITEO_INTEGER_FIELDS[j]} is ${shown(line, start, i)}, not an integer`);
         if (negative) value = -value;
         if (int32 && (value > 0x7fffffff || value < -0x80000000)) throw new RowError(`field ${CRITEO_INTEGER_FIELDS[j]} is ${shown(line, start, i)}, beyond int32`);
+        // A float32 column would hold Infinity (a 400-digit count is a corrupt field).
+        if (!int32 && !(Math.abs(value) <= FLOAT32_MAX)) throw new RowError(`field ${CRITEO_INTEGER_FIELDS[j]} is ${shown(line, start, i)}, beyond float32's range`);
       }
       this.integers[j][r] = value;
       if (i >= to) throw fieldCount(line, from, to);
@@ -231,6 +237,9 @@ export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTas
           fill();
           continue;
         }
+        // Shorter than when the pass was planned: cut while being read (its last line
+        // is then a fragment, not a row to parse).
+        if (position + (hi - lo) < unit.fileSize) break;
         if (lo === hi) break;
         at = hi; // the last line, without a newline
       }
@@ -256,6 +265,12 @@ export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTas
       if (at === hi) break;
     }
     if (block.rows > 0) yield block.chunk(task.labelField);
+    if (eof && position + (hi - lo) < unit.fileSize) {
+      const end = position + (hi - lo);
+      const text = `Dataset.fromCriteoTsv: ${unit.file} ended at byte ${end} (after line ${lineNumber(fd, position) - 1}), before byte ${unit.fileSize} where it ended when the pass began: the file was truncated while it was read`;
+      if (!task.skipCorrupted) throw new Error(text);
+      context.skip(0, text);
+    }
   } finally {
     fs.closeSync(fd);
   }

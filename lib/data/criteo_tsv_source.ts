@@ -66,7 +66,7 @@ export function criteoTsvSource(files: string | string[], options: CriteoTsvOpti
         // Fewer files than partitions: cut each file at least partitionCount ways so every partition gets rows.
         const pieces = Math.max(1, Math.ceil(size / blockBytes), paths.length < partitionCount ? partitionCount : 1);
         for (let k = 0; k < pieces; k++) {
-          units.push({ index: units.length, file, start: Math.floor((size * k) / pieces), end: Math.floor((size * (k + 1)) / pieces) });
+          units.push({ index: units.length, file, start: Math.floor((size * k) / pieces), end: Math.floor((size * (k + 1)) / pieces), fileSize: size });
         }
       }
       return { task, units };
