@@ -153,6 +153,13 @@ describe('Dataset.fromParquet', () => {
     await expect(collect(hb.data.Dataset.fromParquet(file, { labelField: 'click' }))).rejects.toThrow(/'click'/);
   });
 
+  test('uint64 ids below 2^63 read as int64; one of 2^63 or more is an Error naming the column, not a negative id', async () => {
+    const fits = writeParquet('u64.parquet', { id: arrow.vectorFromArray(BigUint64Array.from([0n, 5n, 2n ** 63n - 1n]), new arrow.Uint64()) }, 10);
+    expect(rowsOf(await collect(hb.data.Dataset.fromParquet(fits))).map((r) => r.id)).toEqual([0n, 5n, 2n ** 63n - 1n]);
+    const big = writeParquet('u64big.parquet', { id: arrow.vectorFromArray(BigUint64Array.from([1n, 2n ** 63n + 7n, 3n]), new arrow.Uint64()) }, 10);
+    await expect(collect(hb.data.Dataset.fromParquet(big))).rejects.toThrow(/column 'id' holds the uint64 value 9223372036854775815 at row 1 of its row group, beyond int64 \(ids must be below 2\^63\)/);
+  });
+
   test('a column of a type hb.data does not read is an Error naming it', async () => {
     const file = writeParquet('ts.parquet', { when: arrow.vectorFromArray([new Date(0), new Date(1000)], new arrow.TimestampMillisecond()) }, 10);
     await expect(collect(hb.data.Dataset.fromParquet(file))).rejects.toThrow(/column 'when' of .*ts\.parquet has type Timestamp/);

@@ -2,6 +2,7 @@
 // reader worker. Arrow already keeps strings as one byte buffer plus int32 offsets,
 // which is StringColumn's layout, so most columns pass through as views; only nulls
 // (filled with the field's default or dropped from lists) and dictionaries are rewritten.
+import * as os from 'node:os';
 import type * as arrow from 'apache-arrow';
 import type { WireColumn, WireNumeric } from './wire';
 
@@ -89,7 +90,20 @@ function bigintOffsets(offsets: BigInt64Array | Int32Array, name: string): Int32
   return out;
 }
 
-function numericValues(data: arrow.Data, plan: 'int32' | 'int64' | 'float32' | 'float64'): WireNumeric {
+// uint64 values of 2^63 and above have no int64: reinterpreting their bits would make
+// them negative ids, which lookups prune and hashing hashes as other numbers. The high
+// words are tested as plain numbers, not bigints, to keep the pass cheap.
+function checkUint64Fits(values: BigUint64Array, name: string): void {
+  const words = new Uint32Array(values.buffer, values.byteOffset, values.length * 2);
+  const high = os.endianness() === 'LE' ? 1 : 0;
+  for (let i = 0; i < values.length; i++) {
+    if (words[2 * i + high] >= 0x80000000) {
+      throw new RangeError(`column '${name}' holds the uint64 value ${values[i]} at row ${i} of its row group, beyond int64 (ids must be below 2^63)`);
+    }
+  }
+}
+
+function numericValues(data: arrow.Data, plan: 'int32' | 'int64' | 'float32' | 'float64', name: string): WireNumeric {
   const values = data.values as ArrayLike<number | bigint> & ArrayBufferView;
   const n = data.length;
   if ((data.typeId as number) === T.Bool) {
@@ -105,8 +119,10 @@ function numericValues(data: arrow.Data, plan: 'int32' | 'int64' | 'float32' | '
       return values instanceof Int32Array ? values : Int32Array.from(values as ArrayLike<number>);
     case 'int64':
       if (values instanceof BigInt64Array) return values;
-      // uint64 keeps its bits (ids beyond 2^63 read as negative int64, as TF's int64 does)
-      if (values instanceof BigUint64Array) return new BigInt64Array(values.buffer, values.byteOffset, values.length);
+      if (values instanceof BigUint64Array) {
+        checkUint64Fits(values, name);
+        return new BigInt64Array(values.buffer, values.byteOffset, values.length);
+      }
       return BigInt64Array.from(values as ArrayLike<number>, (v) => BigInt(v));
   }
 }
@@ -131,7 +147,7 @@ function stringColumn(data: arrow.Data, name: string): WireColumn & { kind: 'str
 
 function dictionaryColumn(data: arrow.Data, plan: ColumnPlan, name: string, fallback: Default): WireColumn {
   const dictionary = (data as arrow.Data<arrow.Dictionary>).dictionary!;
-  const parts = dictionary.data.map((d) => (plan === 'string' ? stringColumn(d, name) : { kind: 'numeric' as const, values: numericValues(d, plan as 'int32') }));
+  const parts = dictionary.data.map((d) => (plan === 'string' ? stringColumn(d, name) : { kind: 'numeric' as const, values: numericValues(d, plan as 'int32', name) }));
   const indices = data.values as ArrayLike<number | bigint>;
   const valid = validMask(data);
   const n = data.length;
@@ -178,7 +194,7 @@ function dictionaryColumn(data: arrow.Data, plan: ColumnPlan, name: string, fall
 function scalarColumn(data: arrow.Data, plan: Exclude<ColumnPlan, { list: unknown }>, name: string, fallback: Default): WireColumn {
   if ((data.typeId as number) === T.Dictionary) return dictionaryColumn(data, plan, name, fallback);
   if (plan === 'string') return stringColumn(data, name);
-  const values = numericValues(data, plan);
+  const values = numericValues(data, plan, name);
   const valid = validMask(data);
   return { kind: 'numeric', values: valid === undefined ? values : fillMissing(values, valid, fallback) };
 }
