@@ -62,6 +62,33 @@ describe('categoricalColumnWithHashBucket', () => {
     expect(() => new hb.StringColumn(new Uint8Array(2), Int32Array.from([0, 2]), [1] as never)).toThrow('StringColumn: valid must be a Uint8Array of 0/1 flags, got Array');
   });
 
+  it('in a child process: a worker thread rewriting shared offsets while columns transform them ends in Errors, not a crash', () => {
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+    const script = `
+      const { Worker } = require('worker_threads');
+      const hb = require(${dist});
+      const n = 10000;
+      const offsets = new Int32Array(new SharedArrayBuffer(4 * (n + 1)));
+      for (let i = 0; i <= n; i++) offsets[i] = i;
+      const bytes = new Uint8Array(n).fill(97);
+      // Another thread flips offsets between valid and far out of range, as fast as it can.
+      const w = new Worker('const { workerData: o } = require("worker_threads"); for (;;) { o[5000] = 5000; o[5000] = 2 ** 30; }', { eval: true, workerData: offsets });
+      const vocab = hb.featureColumn.categoricalColumnWithVocabularyList('w', ['a']);
+      const hashed = hb.featureColumn.categoricalColumnWithHashBucket('w', 10);
+      let errors = 0;
+      for (let k = 0; k < 200; k++) {
+        for (const col of [vocab, hashed]) {
+          try { col.transform({ w: new hb.StringColumn(bytes, offsets) }); } catch (e) { if (/SharedArrayBuffer/.test(e.message)) errors++; }
+        }
+      }
+      w.terminate().then(() => console.log('ERRORS ' + errors));`;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(child.signal).toBeNull();
+    expect(child.status).toBe(0);
+    expect(child.stdout).toContain('ERRORS 400');
+  });
+
   it('refuses strings whose offsets or bytes live in a SharedArrayBuffer (another thread could change them mid-read)', () => {
     const plain = hb.StringColumn.fromStrings(['omar', 'marlo']);
     const sharedOffsets = new Int32Array(new SharedArrayBuffer(plain.offsets.byteLength));
