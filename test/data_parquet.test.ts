@@ -154,9 +154,9 @@ describe('Dataset.fromParquet', () => {
   });
 
   test('uint64 ids below 2^63 read as int64; one of 2^63 or more is an Error naming the column, not a negative id', async () => {
-    const fits = writeParquet('u64.parquet', { id: arrow.vectorFromArray(BigUint64Array.from([0n, 5n, 2n ** 63n - 1n]), new arrow.Uint64()) }, 10);
+    const fits = writeParquet('u64.parquet', { id: arrow.makeVector(BigUint64Array.from([0n, 5n, 2n ** 63n - 1n])) }, 10);
     expect(rowsOf(await collect(hb.data.Dataset.fromParquet(fits))).map((r) => r.id)).toEqual([0n, 5n, 2n ** 63n - 1n]);
-    const big = writeParquet('u64big.parquet', { id: arrow.vectorFromArray(BigUint64Array.from([1n, 2n ** 63n + 7n, 3n]), new arrow.Uint64()) }, 10);
+    const big = writeParquet('u64big.parquet', { id: arrow.makeVector(BigUint64Array.from([1n, 2n ** 63n + 7n, 3n])) }, 10);
     await expect(collect(hb.data.Dataset.fromParquet(big))).rejects.toThrow(/column 'id' holds the uint64 value 9223372036854775815 at row 1 of its row group, beyond int64 \(ids must be below 2\^63\)/);
   });
 
