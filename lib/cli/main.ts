@@ -38,9 +38,11 @@ async function train(configFile: string | undefined): Promise<void> {
     makeOptimizer,
     seed: config.seed,
   });
-  const estimator = new Estimator({ modelFn, modelDir: config.modelDir, config: new RunConfig({ logStepCountSteps: 50, saveCheckpointsSteps: config.modelDir ? 500 : undefined }) });
+  const estimator = new Estimator({ modelFn, modelDir: config.modelDir, config: new RunConfig({ logStepCountSteps: 50, saveCheckpointsSteps: config.modelDir ? 500 : undefined, tfRandomSeed: config.seed }) });
   const maxSteps = config.maxSteps ?? Math.floor(config.trainSamples / config.batchSize);
   console.log(`hb-ts train: DLRM, ${config.tables.length} tables x ${config.embeddingDim}, bottom [${config.bottomMlp}], top [${config.topMlp}], batch ${config.batchSize}, ${maxSteps} steps on ${estimator.device}, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
+  // Steps restored from modelDir were trained by an earlier run: not counted in samples/s.
+  const restoredStep = await estimator.restoreGlobalStep();
   const started = Date.now();
   const result = await trainAndEvaluate(
     estimator,
@@ -49,8 +51,9 @@ async function train(configFile: string | undefined): Promise<void> {
     { evalEveryNIter: config.evalEveryNIter },
   );
   const seconds = (Date.now() - started) / 1000;
-  const trainedSamples = estimator.globalStep * config.batchSize;
-  console.log(`done: eval loss ${result.loss.toFixed(5)}, eval AUC ${result.auc.toFixed(4)}, ${estimator.globalStep} steps in ${seconds.toFixed(1)} s (with evaluations), ${Math.round(trainedSamples / seconds)} samples/s`);
+  const trained = estimator.globalStep - restoredStep;
+  const resumed = restoredStep > 0 ? ` (resumed at step ${restoredStep})` : '';
+  console.log(`done: eval loss ${result.loss.toFixed(5)}, eval AUC ${result.auc.toFixed(4)}, ${trained} steps${resumed} in ${seconds.toFixed(1)} s (with evaluations), ${Math.round((trained * config.batchSize) / seconds)} samples/s`);
 }
 
 function integerOption(name: string) {

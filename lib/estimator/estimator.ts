@@ -62,7 +62,7 @@ export class Estimator {
     this.params = init.params ?? {};
     this.config = init.config ?? new RunConfig();
     this.device = this.config.device ?? currentDevice();
-    this.model = new ModelBuilder(this.modelFn, this.params, this.device);
+    this.model = new ModelBuilder(this.modelFn, this.params, this.device, this.config.tfRandomSeed);
     if (this.modelDir) this.checkpoints = new CheckpointManager(this.modelDir, { keepMax: this.config.keepCheckpointMax, log: this.config.log });
   }
 

@@ -7,6 +7,7 @@ import type { Batch } from '../data/batch';
 import { CompiledStep } from '../graph/compiled_step';
 import { Graph, Node, SymbolicTensor, VariableStore, withGraph } from '../graph/graph';
 import { assertFinite } from '../graph/ops/assert_finite';
+import { withGraphSeed } from '../initializers/random_seed';
 import { symbolicFeatures, symbolicLabels } from '../graph/symbolic_features';
 import { Optimizer } from '../train/optimizer';
 import { EstimatorSpec } from './estimator_spec';
@@ -38,6 +39,8 @@ export class ModelBuilder {
     private readonly params: Record<string, unknown>,
     /** Where the plans run and the model's variables live. */
     readonly device: string,
+    /** RunConfig's tfRandomSeed: the graph-level seed of the model's unseeded initializers. */
+    private readonly randomSeed?: number,
   ) {}
 
   /** The model of `mode`, if built. */
@@ -49,6 +52,11 @@ export class ModelBuilder {
   async build(mode: Mode, example: Batch): Promise<BuiltModel> {
     const existing = this.built.get(mode);
     if (existing) return existing;
+    // Variables are made while the modelFn runs and the step compiles.
+    return withGraphSeed(this.randomSeed, () => this.buildNow(mode, example));
+  }
+
+  private async buildNow(mode: Mode, example: Batch): Promise<BuiltModel> {
     const graph = new Graph(this.store, mode, this.device);
     const features = symbolicFeatures(graph, example);
     const labels = mode === ModeKeys.PREDICT ? undefined : symbolicLabels(graph, example);

@@ -20,6 +20,13 @@ export interface RunConfigInit {
    * (HB_DEVICE, else CUDA when usable, else the CPU).
    */
   device?: DeviceSpec;
+  /**
+   * TF's graph-level seed: the model's initializers made without a seed draw from seeds
+   * derived from it and each variable's name, so runs with the same seed, data order and
+   * threads start alike and train to bit-identical losses and checkpoints. Default: none
+   * (each run starts from other random values).
+   */
+  tfRandomSeed?: number;
 }
 
 function nonNegativeInteger(value: unknown, name: string): number {
@@ -36,6 +43,7 @@ export class RunConfig {
   readonly log: (line: string) => void;
   readonly progressBar: boolean;
   readonly device?: DeviceSpec;
+  readonly tfRandomSeed?: number;
 
   constructor(init: RunConfigInit = {}) {
     if (init.saveCheckpointsSteps !== undefined && init.saveCheckpointsSecs !== undefined) {
@@ -43,6 +51,7 @@ export class RunConfig {
     }
     if (init.saveCheckpointsSteps !== undefined) this.saveCheckpointsSteps = nonNegativeInteger(init.saveCheckpointsSteps, 'saveCheckpointsSteps');
     else this.saveCheckpointsSecs = init.saveCheckpointsSecs === undefined ? 600 : nonNegativeInteger(init.saveCheckpointsSecs, 'saveCheckpointsSecs');
+    if (init.tfRandomSeed !== undefined) this.tfRandomSeed = nonNegativeInteger(init.tfRandomSeed, 'tfRandomSeed');
     this.keepCheckpointMax = init.keepCheckpointMax === undefined ? 5 : nonNegativeInteger(init.keepCheckpointMax, 'keepCheckpointMax');
     this.logStepCountSteps = init.logStepCountSteps === undefined ? 100 : nonNegativeInteger(init.logStepCountSteps, 'logStepCountSteps');
     if (init.log !== undefined && typeof init.log !== 'function') throw new TypeError('RunConfig: log must be a function');

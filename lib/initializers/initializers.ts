@@ -5,7 +5,10 @@
 import { NativeFillSpec } from '../native';
 
 export abstract class Initializer {
-  /** @internal The native fill for a tensor of `shape`. */
+  /**
+   * @internal The native fill for a tensor of `shape`. An initializer made without a
+   * seed leaves it out: the variable supplies one (random_seed.ts's seedFor).
+   */
   abstract fillSpec(shape: readonly number[]): NativeFillSpec;
 }
 
@@ -15,8 +18,8 @@ function finite(value: unknown, argument: string): number {
   return value;
 }
 
-function seedOf(seed: unknown, argument: string): number {
-  if (seed === undefined) return Math.floor(Math.random() * 2 ** 48);
+function seedOf(seed: unknown, argument: string): number | undefined {
+  if (seed === undefined) return undefined;
   if (typeof seed !== 'number') throw new TypeError(`${argument} must be a non-negative integer, got ${String(seed)}`);
   if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`${argument} must be a non-negative integer, got ${String(seed)}`);
   return seed;
@@ -35,7 +38,7 @@ class UniformInitializer extends Initializer {
   constructor(
     private readonly minval: number,
     private readonly maxval: number,
-    private readonly seed: number,
+    private readonly seed: number | undefined,
   ) {
     super();
   }
@@ -48,7 +51,7 @@ class TruncatedNormalInitializer extends Initializer {
   constructor(
     private readonly mean: number,
     private readonly stddev: number,
-    private readonly seed: number,
+    private readonly seed: number | undefined,
   ) {
     super();
   }
@@ -66,7 +69,7 @@ function fans(shape: readonly number[]): [number, number] {
 }
 
 class GlorotUniformInitializer extends Initializer {
-  constructor(private readonly seed: number) {
+  constructor(private readonly seed: number | undefined) {
     super();
   }
   fillSpec(shape: readonly number[]): NativeFillSpec {

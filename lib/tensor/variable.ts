@@ -1,6 +1,7 @@
 // hb.variable: a tensor that owns its memory and that optimizers update in place.
 import { resolveDevice } from '../backend';
 import { Initializer } from '../initializers/initializers';
+import { seedFor } from '../initializers/random_seed';
 import { native } from '../native';
 import { checkDType, DType, dtypeOfTypedArray, isTypedArray, TypedArray, typedArrayFrom } from './dtype';
 import { Tensor } from './tensor';
@@ -93,7 +94,8 @@ export function variable(initialValue: VariableInitialValue, options: VariableOp
     if (options.dtype !== undefined && options.dtype !== 'float32') {
       throw new TypeError(`variable(${name}): initializers make float32 values, not ${options.dtype}`);
     }
-    handle = native.tensorFill(options.shape, device, initialValue.fillSpec(options.shape));
+    const spec = initialValue.fillSpec(options.shape);
+    handle = native.tensorFill(options.shape, device, spec.seed === undefined && spec.kind !== 'constant' ? { ...spec, seed: seedFor(name) } : spec);
   } else if (initialValue instanceof Tensor) {
     if (options.shape && options.shape.join() !== initialValue.shape.join()) {
       throw new RangeError(`variable(${name}): options.shape [${options.shape}] differs from the tensor's [${initialValue.shape}]`);
