@@ -1,6 +1,15 @@
 #!/usr/bin/env node
 'use strict';
-require('../dist/cli/main')
+// Loading the CLI loads the addon: a failure there (not built, a bad HB_ADDON) is
+// printed as its message, with the fix, not as a stack trace.
+let cli;
+try {
+  cli = require('../dist/cli/main');
+} catch (error) {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+}
+cli
   .main(process.argv)
   .catch((error) => {
     console.error(error instanceof Error ? error.message : error);

@@ -325,8 +325,12 @@ function packageRoot(): string {
 function load(): NativeAddon {
   const explicit = process.env.HB_ADDON;
   if (explicit) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require(path.resolve(explicit)) as NativeAddon;
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      return require(path.resolve(explicit)) as NativeAddon;
+    } catch (error) {
+      throw new Error(`hb-ts: HB_ADDON=${explicit} does not load (${(error as Error).message.split('\n')[0]}); unset HB_ADDON to use the package's own build`);
+    }
   }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeAddon;

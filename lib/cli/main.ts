@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import * as os from 'os';
 import * as path from 'path';
 import { backend } from '../backend';
+import { native } from '../native';
 import * as data from '../data';
 import { Estimator } from '../estimator/estimator';
 import { RunConfig } from '../estimator/run_config';
@@ -89,7 +90,12 @@ async function runLaunch(flags: LaunchFlags, script: string, args: string[]): Pr
 
 export async function main(argv: string[]): Promise<void> {
   const program = new Command();
-  program.name('hb-ts').description('Train recommendation models with huge sparse embedding tables.').enablePositionalOptions();
+  program
+    .name('hb-ts')
+    .description('Train recommendation models with huge sparse embedding tables.')
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    .version((require(path.resolve(__dirname, '..', '..', 'package.json')) as { version: string }).version)
+    .enablePositionalOptions();
   withLaunchOptions(
     program
       .command('train')
@@ -107,7 +113,17 @@ export async function main(argv: string[]): Promise<void> {
   program
     .command('info')
     .description('what was built and what this machine has')
-    .action(() => console.log(JSON.stringify(backend(), null, 2)));
+    .action(() => {
+      // Never fails: a device that cannot be used (HB_DEVICE=cuda without a GPU) is part
+      // of the report, with what the rest of the addon found.
+      let report: Record<string, unknown>;
+      try {
+        report = { ...backend() };
+      } catch (error) {
+        report = { device: null, deviceError: (error as Error).message, ...native.backendReport() };
+      }
+      console.log(JSON.stringify(report, null, 2));
+    });
   withLaunchOptions(
     program
       .command('launch')
