@@ -3,7 +3,8 @@
 // partitionCount-th range) never share or lose a line.
 import * as fs from 'node:fs';
 import { CRITEO_INTEGER_FIELDS, CriteoTsvTask, CriteoTsvUnit } from './criteo_tsv_reader';
-import { fileList, SourceDescription, SourceOptions, sourceOptions } from './source';
+import { fileList, SourceDescription, SourceOptions, sourceOptions, SOURCE_OPTION_KEYS } from './source';
+import { checkOptionKeys } from '../option_keys';
 
 export interface CriteoTsvOptions extends SourceOptions {
   /** Value of an empty integer field, per field (I1..I13); default 0. */
@@ -24,6 +25,7 @@ const WHERE = 'Dataset.fromCriteoTsv';
 
 /** Dataset.fromCriteoTsv's source: its arguments checked, and its units (byte ranges). */
 export function criteoTsvSource(files: string | string[], options: CriteoTsvOptions): SourceDescription {
+  checkOptionKeys(options, [...SOURCE_OPTION_KEYS, 'defaults', 'integerDtype', 'labelField', 'skipCorrupted', 'blockRows', 'blockBytes'] satisfies ReadonlyArray<keyof CriteoTsvOptions>, WHERE);
   const paths = fileList(files, WHERE);
   const { numWorkers, partitionCount, partitionIndex, blockRows } = sourceOptions(options, WHERE);
   const { defaults = {}, integerDtype = 'float32', labelField = 'label', skipCorrupted = false, blockBytes = 4 << 20 } = options;

@@ -4,7 +4,8 @@
 // partitions as readily as many files are. A thread hands over one block per row group.
 import type { Default } from './arrow_columns';
 import type { ParquetFilePlan, ParquetTask, ParquetUnit } from './parquet_reader';
-import { fileList, planFiles, SourceDescription, SourceOptions, sourceOptions } from './source';
+import { fileList, planFiles, SourceDescription, SourceOptions, sourceOptions, SOURCE_OPTION_KEYS } from './source';
+import { checkOptionKeys } from '../option_keys';
 
 export interface ParquetOptions extends SourceOptions {
   /** Feature columns to read (default: every column but the labels). */
@@ -21,6 +22,7 @@ const WHERE = 'Dataset.fromParquet';
 
 /** Dataset.fromParquet's source: its arguments checked, and its units (row groups). */
 export function parquetSource(files: string | string[], options: ParquetOptions): SourceDescription {
+  checkOptionKeys(options, [...SOURCE_OPTION_KEYS, 'fields', 'labelField', 'defaults', 'skipCorrupted'] satisfies ReadonlyArray<keyof ParquetOptions>, WHERE);
   const paths = fileList(files, WHERE);
   const { numWorkers, partitionCount, partitionIndex } = sourceOptions(options, WHERE);
   const { fields, labelField, defaults = {}, skipCorrupted = false } = options;

@@ -35,6 +35,9 @@ export interface SourceOptions {
   partitionIndex?: number;
 }
 
+/** The options every source takes. */
+export const SOURCE_OPTION_KEYS = ['numWorkers', 'partitionCount', 'partitionIndex'] as const satisfies ReadonlyArray<keyof SourceOptions>;
+
 export interface SourcePlan {
   task: unknown;
   /** Every unit of the dataset in order; the same for every partition. */

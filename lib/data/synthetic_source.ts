@@ -3,9 +3,10 @@
 // what a trained model reached.
 import { Ragged } from '../tensor/ragged';
 import type { Features } from './batch';
-import { SourceDescription, SourceOptions, sourceOptions } from './source';
+import { SourceDescription, SourceOptions, sourceOptions, SOURCE_OPTION_KEYS } from './source';
 import { PlantedModel, SyntheticTableSpec } from './synthetic_model';
 import type { SyntheticTask, SyntheticUnit } from './synthetic_reader';
+import { checkOptionKeys } from '../option_keys';
 
 export interface SyntheticTableOptions {
   /** Feature name of the table's ids (default C1, C2, ...). */
@@ -80,6 +81,7 @@ function syntheticSpec(options: SyntheticOptions): SyntheticTask {
 
 /** Dataset.synthetic's source: its options checked, and its units (blockRows rows each). */
 export function syntheticSource(options: SyntheticOptions): SourceDescription {
+  checkOptionKeys(options, [...SOURCE_OPTION_KEYS, 'numDense', 'tables', 'numSamples', 'seed', 'labelField', 'blockRows'] satisfies ReadonlyArray<keyof SyntheticOptions>, WHERE);
   const task = syntheticSpec(options);
   const { numWorkers, partitionCount, partitionIndex, blockRows } = sourceOptions(options, WHERE);
   const numSamples = options.numSamples;

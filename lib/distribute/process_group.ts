@@ -3,6 +3,7 @@
 import { backend, currentDevice, setDevice } from '../backend';
 import { native } from '../native';
 import { commTimeoutFromEnv, rendezvousFromEnv, RendezvousInfo } from './rendezvous_env';
+import { checkOptionKeys } from '../option_keys';
 
 export type CommBackend = 'local' | 'gloo' | 'nccl';
 
@@ -60,6 +61,7 @@ export async function init(options: InitOptions = {}): Promise<DistributedContex
   if (current) throw new Error(`distribute.init: already initialized (rank ${current.rank} of ${current.worldSize}); call shutdown() first`);
   if (starting) throw new Error('distribute.init: already being initialized');
   if (options === null || typeof options !== 'object') throw new TypeError('distribute.init: options must be an object');
+  checkOptionKeys(options, ['backend', 'timeoutMs', 'rendezvous'] satisfies ReadonlyArray<keyof InitOptions>, 'distribute.init');
   const info = options.rendezvous ?? rendezvousFromEnv();
   const timeoutMs = options.timeoutMs ?? commTimeoutFromEnv();
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {

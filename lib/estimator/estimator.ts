@@ -15,6 +15,7 @@ import { Mode, ModeKeys } from './mode_keys';
 import { RunConfig } from './run_config';
 import { TrainHook } from './specs';
 import { runTrainLoop, TrainStop } from './train_loop';
+import { checkOptionKeys } from '../option_keys';
 
 export type { ModelFn } from './model_builder';
 export type { TrainStop } from './train_loop';
@@ -53,6 +54,7 @@ export class Estimator {
   private readonly restored = new Set<string>();
 
   constructor(init: EstimatorInit) {
+    checkOptionKeys(init, ['modelFn', 'modelDir', 'params', 'config'] satisfies ReadonlyArray<keyof EstimatorInit>, 'Estimator');
     if (init === null || typeof init !== 'object' || typeof init.modelFn !== 'function') throw new TypeError('Estimator: modelFn must be a function');
     if (init.modelDir !== undefined && typeof init.modelDir !== 'string') throw new TypeError('Estimator: modelDir must be a non-empty string');
     if (init.modelDir === '') throw new Error('Estimator: modelDir must be a non-empty string');

@@ -1,6 +1,7 @@
 // tf.estimator.RunConfig, with how progress is shown.
 
 import { DeviceSpec, resolveDevice } from '../backend';
+import { checkOptionKeys } from '../option_keys';
 
 export interface RunConfigInit {
   /** Save a checkpoint every N steps (takes precedence over saveCheckpointsSecs). */
@@ -35,6 +36,8 @@ function nonNegativeInteger(value: unknown, name: string): number {
   return value;
 }
 
+const RUN_CONFIG_KEYS = ['saveCheckpointsSteps', 'saveCheckpointsSecs', 'keepCheckpointMax', 'logStepCountSteps', 'log', 'progressBar', 'device', 'tfRandomSeed'] satisfies ReadonlyArray<keyof RunConfigInit>;
+
 export class RunConfig {
   readonly saveCheckpointsSteps?: number;
   readonly saveCheckpointsSecs?: number;
@@ -46,6 +49,7 @@ export class RunConfig {
   readonly tfRandomSeed?: number;
 
   constructor(init: RunConfigInit = {}) {
+    checkOptionKeys(init, RUN_CONFIG_KEYS, 'RunConfig');
     if (init.saveCheckpointsSteps !== undefined && init.saveCheckpointsSecs !== undefined) {
       throw new Error('RunConfig: set saveCheckpointsSteps or saveCheckpointsSecs, not both (as TF)');
     }

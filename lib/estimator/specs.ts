@@ -1,5 +1,6 @@
 // tf.estimator.TrainSpec and EvalSpec.
 import { InputFn } from './input';
+import { checkOptionKeys } from '../option_keys';
 
 export interface StepInfo {
   globalStep: number;
@@ -32,6 +33,7 @@ export class TrainSpec {
   readonly maxSteps?: number;
   readonly hooks: readonly TrainHook[];
   constructor(init: { inputFn: InputFn; maxSteps?: number; hooks?: TrainHook[] }) {
+    checkOptionKeys(init, ['inputFn', 'maxSteps', 'hooks'], 'TrainSpec');
     this.inputFn = checkInputFn(init?.inputFn, 'TrainSpec');
     this.maxSteps = optionalCount(init.maxSteps, 'TrainSpec', 'maxSteps');
     this.hooks = init.hooks ?? [];
@@ -46,6 +48,7 @@ export class EvalSpec {
   readonly startDelaySecs: number;
   readonly name?: string;
   constructor(init: { inputFn: InputFn; steps?: number; throttleSecs?: number; startDelaySecs?: number; name?: string }) {
+    checkOptionKeys(init, ['inputFn', 'steps', 'throttleSecs', 'startDelaySecs', 'name'], 'EvalSpec');
     this.inputFn = checkInputFn(init?.inputFn, 'EvalSpec');
     this.steps = optionalCount(init.steps, 'EvalSpec', 'steps');
     this.throttleSecs = optionalCount(init.throttleSecs ?? 600, 'EvalSpec', 'throttleSecs', 0) as number;

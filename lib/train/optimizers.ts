@@ -1,6 +1,7 @@
 // TensorFlow 1.15's optimizers (training_ops.cc rules in native/kernels/optimizer_rules.h).
 import { NativeOptimizerHyper } from '../native';
 import { checkOption, Optimizer, SlotSpec } from './optimizer';
+import { checkOptionKeys } from '../option_keys';
 
 const positive = (x: number) => x > 0;
 const nonNegative = (x: number) => x >= 0;
@@ -10,6 +11,7 @@ export class GradientDescentOptimizer extends Optimizer {
   readonly learningRate: number;
   constructor(options: { learningRate: number; name?: string }) {
     super(options?.name, 'GradientDescent');
+    checkOptionKeys(options, ['learningRate', 'name'], 'GradientDescentOptimizer');
     this.learningRate = checkOption('GradientDescentOptimizer', 'learningRate', options?.learningRate, nonNegative, 'a finite number >= 0');
   }
   protected slotSpecs(): SlotSpec[] {
@@ -26,6 +28,7 @@ export class MomentumOptimizer extends Optimizer {
   readonly useNesterov: boolean;
   constructor(options: { learningRate: number; momentum: number; useNesterov?: boolean; name?: string }) {
     super(options?.name, 'Momentum');
+    checkOptionKeys(options, ['learningRate', 'momentum', 'useNesterov', 'name'], 'MomentumOptimizer');
     this.learningRate = checkOption('MomentumOptimizer', 'learningRate', options?.learningRate, nonNegative, 'a finite number >= 0');
     this.momentum = checkOption('MomentumOptimizer', 'momentum', options.momentum, nonNegative, 'a finite number >= 0');
     this.useNesterov = options.useNesterov ?? false;
@@ -43,6 +46,7 @@ export class AdagradOptimizer extends Optimizer {
   readonly initialAccumulatorValue: number;
   constructor(options: { learningRate: number; initialAccumulatorValue?: number; name?: string }) {
     super(options?.name, 'Adagrad');
+    checkOptionKeys(options, ['learningRate', 'initialAccumulatorValue', 'name'], 'AdagradOptimizer');
     this.learningRate = checkOption('AdagradOptimizer', 'learningRate', options?.learningRate, nonNegative, 'a finite number >= 0');
     this.initialAccumulatorValue = checkOption('AdagradOptimizer', 'initialAccumulatorValue', options.initialAccumulatorValue ?? 0.1, positive, 'a finite number > 0');
   }
@@ -65,6 +69,7 @@ export class AdamOptimizer extends Optimizer {
   private beta2Power: number;
   constructor(options: { learningRate?: number; beta1?: number; beta2?: number; epsilon?: number; lazy?: boolean; name?: string } = {}) {
     super(options?.name, 'Adam');
+    checkOptionKeys(options, ['learningRate', 'beta1', 'beta2', 'epsilon', 'lazy', 'name'], 'AdamOptimizer');
     this.learningRate = checkOption('AdamOptimizer', 'learningRate', options.learningRate ?? 0.001, nonNegative, 'a finite number >= 0');
     this.beta1 = checkOption('AdamOptimizer', 'beta1', options.beta1 ?? 0.9, unitInterval, 'in [0, 1)');
     this.beta2 = checkOption('AdamOptimizer', 'beta2', options.beta2 ?? 0.999, unitInterval, 'in [0, 1)');
@@ -121,6 +126,7 @@ export class FtrlOptimizer extends Optimizer {
     name?: string;
   }) {
     super(options?.name, 'Ftrl');
+    checkOptionKeys(options, ['learningRate', 'learningRatePower', 'initialAccumulatorValue', 'l1RegularizationStrength', 'l2RegularizationStrength', 'l2ShrinkageRegularizationStrength', 'name'], 'FtrlOptimizer');
     const name = 'FtrlOptimizer';
     this.learningRate = checkOption(name, 'learningRate', options?.learningRate, positive, 'a finite number > 0');
     this.learningRatePower = checkOption(name, 'learningRatePower', options.learningRatePower ?? -0.5, (x) => x <= 0, 'a finite number <= 0');
@@ -159,6 +165,7 @@ export class RowwiseAdagradOptimizer extends Optimizer {
   readonly epsilon: number;
   constructor(options: { learningRate: number; initialAccumulatorValue?: number; epsilon?: number; name?: string }) {
     super(options?.name, 'RowwiseAdagrad');
+    checkOptionKeys(options, ['learningRate', 'initialAccumulatorValue', 'epsilon', 'name'], 'RowwiseAdagradOptimizer');
     this.learningRate = checkOption('RowwiseAdagradOptimizer', 'learningRate', options?.learningRate, nonNegative, 'a finite number >= 0');
     this.initialAccumulatorValue = checkOption('RowwiseAdagradOptimizer', 'initialAccumulatorValue', options.initialAccumulatorValue ?? 0, nonNegative, 'a finite number >= 0');
     this.epsilon = checkOption('RowwiseAdagradOptimizer', 'epsilon', options.epsilon ?? 1e-8, positive, 'a finite number > 0');
