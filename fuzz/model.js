@@ -1,9 +1,8 @@
 // A small DLRM on generated data, for the targets that need checkpoints on disk.
 'use strict';
 const path = require('path');
-const dist = (p) => require(path.resolve(__dirname, '..', 'dist', p));
-const hb = dist('index.js');
-const { dlrmModelFn } = dist('models/dlrm.js');
+const hb = require(path.resolve(__dirname, '..', 'dist', 'index.js'));
+const { dlrmModelFn } = hb.models;
 
 const tables = [{ name: 'C1', vocabularySize: 50, hotness: 2 }, { name: 'C2', vocabularySize: 30, hotness: 1 }];
 

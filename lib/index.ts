@@ -28,4 +28,5 @@ export * as math from './math';
 export * as losses from './losses';
 export * as metrics from './metrics';
 export * as estimator from './estimator';
+export * as models from './models';
 export { SymbolicTensor } from './graph/graph';

@@ -285,6 +285,22 @@ describe('reproducible runs: RunConfig tfRandomSeed', () => {
   });
 });
 
+describe('hb.models', () => {
+  test('dlrmModelFn trains through the Estimator', async () => {
+    const modelFn = hb.models.dlrmModelFn({
+      denseFeatures: Array.from({ length: numDense }, (_, i) => `I${i + 1}`),
+      tables: tables.map((t) => ({ name: t.name, numBuckets: t.vocabularySize })),
+      embeddingDim: 4,
+      bottomMlp: [8, 4],
+      topMlp: [8],
+    });
+    const est = new hb.estimator.Estimator({ modelFn, config: quiet() });
+    await est.train(dataset(2048, TRAIN, 256), { maxSteps: 3 });
+    expect(est.globalStep).toBe(3);
+    expect(() => hb.models.dlrmModelFn({ denseFeatures: [], tables: [], embeddingDim: 4, bottomMlp: [8], topMlp: [] })).toThrow(/bottom MLP must end at embeddingDim \(4\)/);
+  });
+});
+
 describe('trainAndEvaluate stopping', () => {
   test('a hook that returns false ends the run (one final evaluation)', async () => {
     const logs: string[] = [];
