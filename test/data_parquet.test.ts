@@ -160,6 +160,15 @@ describe('Dataset.fromParquet', () => {
     await expect(collect(hb.data.Dataset.fromParquet(big))).rejects.toThrow(/column 'id' holds the uint64 value 9223372036854775815 at row 1 of its row group, beyond int64 \(ids must be below 2\^63\)/);
   });
 
+  test('more partitions than row groups: a partition left without rows says so instead of reading as empty', async () => {
+    const file = writeParquet('two_groups.parquet', { x: arrow.vectorFromArray(Int32Array.from({ length: 20 }, (_, i) => i)) }, 10);
+    const rows = rowsOf(await collect(hb.data.Dataset.fromParquet(file, { partitionCount: 3, partitionIndex: 1 })));
+    expect(rows.map((r) => r.x)).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    await expect(collect(hb.data.Dataset.fromParquet(file, { partitionCount: 3, partitionIndex: 2 }))).rejects.toThrow(
+      'hb.data: partition 2 of 3 gets no rows: the input has only 2 units of work (Parquet row groups) to deal out; use at most 2 partitions, or files with more row groups',
+    );
+  });
+
   test('a column of a type hb.data does not read is an Error naming it', async () => {
     const file = writeParquet('ts.parquet', { when: arrow.vectorFromArray([new Date(0), new Date(1000)], new arrow.TimestampMillisecond()) }, 10);
     await expect(collect(hb.data.Dataset.fromParquet(file))).rejects.toThrow(/column 'when' of .*ts\.parquet has type Timestamp/);

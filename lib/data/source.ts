@@ -65,6 +65,14 @@ export async function* readSource(source: SourceDescription, stats: DatasetStats
   try {
     const { task, units } = await source.plan(pool, stats);
     const mine = units.filter((_, i) => i % source.partitionCount === source.partitionIndex);
+    if (mine.length === 0 && units.length > 0) {
+      // Units (row groups, file pieces) are dealt out whole: more partitions than units
+      // leave some with nothing, which would otherwise look like an empty dataset.
+      throw new Error(
+        `hb.data: partition ${source.partitionIndex} of ${source.partitionCount} gets no rows: the input has only ${units.length} ` +
+          `unit${units.length === 1 ? '' : 's'} of work (${source.kind === 'parquet' ? 'Parquet row groups' : 'pieces'}) to deal out; use at most ${units.length} partitions, or files with more row groups`,
+      );
+    }
     const threads = Math.min(source.numWorkers, mine.length);
     for (let w = 0; w < threads; w++) {
       pool.send(w, { type: 'read', id: w, kind: source.kind, task, units: mine.filter((_, k) => k % threads === w), credits: source.credits });
