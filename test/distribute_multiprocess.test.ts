@@ -4,6 +4,7 @@
 // rendezvous errors, and the launcher's exit codes. Every process is bounded in time
 // and killed when the file ends (test/support/processes.ts).
 import * as net from 'net';
+import * as path from 'path';
 import * as hb from '../lib';
 import { freePort } from '../lib/distribute/launch';
 import * as processes from './support/processes';
@@ -88,6 +89,18 @@ describeGloo('collectives over Gloo between processes', () => {
       expect(out.fromAllButRank0).toEqual({ recvCounts: [0, ...Array(W - 1).fill(1)], shape: [W - 1] });
       expect(out.empty).toEqual({ recvCounts: Array(W).fill(0), shape: [0, 4] });
     }
+  });
+
+  test('a dataset made under a job reads this rank\'s share by default: every row once across the ranks', async () => {
+    const run = await runNode(launchArgs(3, 'partitions'), { timeoutMs: 60_000 });
+    expect(run.code).toBe(0);
+    const results = resultsByRank(run.stdout);
+    const shares = [0, 1, 2].map((r) => results.get(r).values as number[]);
+    for (const share of shares) expect(share.length).toBeGreaterThan(0);
+    const all: number[] = [];
+    for await (const batch of hb.data.Dataset.fromCriteoTsv(path.resolve(__dirname, 'fixtures', 'criteo_kaggle_sample.tsv')).batch(100)) all.push(...Array.from(batch.features.I2 as Float32Array));
+    expect(all).toHaveLength(100);
+    expect(shares.flat().sort((a, b) => a - b)).toEqual([...all].sort((a, b) => a - b));
   });
 
   test('a 64 MiB message each way arrives whole (alltoallv and allreduce)', async () => {
