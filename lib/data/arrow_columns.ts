@@ -90,17 +90,43 @@ function bigintOffsets(offsets: BigInt64Array | Int32Array, name: string): Int32
   return out;
 }
 
-// uint64 values of 2^63 and above have no int64: reinterpreting their bits would make
-// them negative ids, which lookups prune and hashing hashes as other numbers. The high
-// words are tested as plain numbers, not bigints, to keep the pass cheap.
-function checkUint64Fits(values: BigUint64Array, name: string): void {
-  const words = new Uint32Array(values.buffer, values.byteOffset, values.length * 2);
-  const high = os.endianness() === 'LE' ? 1 : 0;
-  for (let i = 0; i < values.length; i++) {
-    if (words[2 * i + high] >= 0x80000000) {
-      throw new RangeError(`column '${name}' holds the uint64 value ${values[i]} at row ${i} of its row group, beyond int64 (ids must be below 2^63)`);
-    }
+/**
+ * A uint64 of 2^63 or more: it has no int64, and reinterpreting its bits would make it a
+ * negative id, which lookups prune and hashing hashes as another number. `row` counts
+ * from the start of the Arrow array (the row group, or the block the decoder cut it into).
+ */
+export class Uint64BeyondInt64 extends RangeError {
+  constructor(
+    readonly column: string,
+    readonly value: bigint,
+    readonly row: number,
+  ) {
+    super(`column '${column}' holds the uint64 value ${value} at row ${row} of its row group, beyond int64 (ids must be below 2^63)`);
   }
+}
+
+function isUint64(type: arrow.DataType): boolean {
+  if ((type.typeId as number) === T.Dictionary) return isUint64((type as arrow.Dictionary).dictionary);
+  return (type.typeId as number) === T.Int && (type as arrow.Int).bitWidth === 64 && !(type as arrow.Int).isSigned;
+}
+
+/**
+ * The first present value of a uint64 column read as int64 that came out negative (its
+ * uint64 was 2^63 or more), or -1. Only present values count: the slot of a null holds
+ * whatever the decoder left there (parquet-wasm leaves 2^64 - 1), and it is replaced by
+ * the default anyway. The high words are tested as plain numbers, not bigints, to keep
+ * the pass cheap.
+ */
+function firstBeyondInt64(values: BigInt64Array, valid: Uint8Array | undefined): number {
+  const words = new Int32Array(values.buffer, values.byteOffset, values.length * 2);
+  const high = os.endianness() === 'LE' ? 1 : 0;
+  for (let i = 0; i < values.length; i++) if (words[2 * i + high] < 0 && (valid === undefined || valid[i] === 1)) return i;
+  return -1;
+}
+
+function checkIds(values: BigInt64Array, valid: Uint8Array | undefined, name: string, rowOf: (index: number) => number): void {
+  const at = firstBeyondInt64(values, valid);
+  if (at !== -1) throw new Uint64BeyondInt64(name, BigInt.asUintN(64, values[at]), rowOf(at));
 }
 
 function numericValues(data: arrow.Data, plan: 'int32' | 'int64' | 'float32' | 'float64', name: string): WireNumeric {
@@ -119,10 +145,8 @@ function numericValues(data: arrow.Data, plan: 'int32' | 'int64' | 'float32' | '
       return values instanceof Int32Array ? values : Int32Array.from(values as ArrayLike<number>);
     case 'int64':
       if (values instanceof BigInt64Array) return values;
-      if (values instanceof BigUint64Array) {
-        checkUint64Fits(values, name);
-        return new BigInt64Array(values.buffer, values.byteOffset, values.length);
-      }
+      // Checked by the callers, which know which values are present and which row each is in.
+      if (values instanceof BigUint64Array) return new BigInt64Array(values.buffer, values.byteOffset, values.length);
       return BigInt64Array.from(values as ArrayLike<number>, (v) => BigInt(v));
   }
 }
@@ -145,7 +169,7 @@ function stringColumn(data: arrow.Data, name: string): WireColumn & { kind: 'str
   return { kind: 'string', bytes: bytes.subarray(base, end), offsets: rebased, valid };
 }
 
-function dictionaryColumn(data: arrow.Data, plan: ColumnPlan, name: string, fallback: Default): WireColumn {
+function dictionaryColumn(data: arrow.Data, plan: ColumnPlan, name: string, fallback: Default, checked: boolean): WireColumn {
   const dictionary = (data as arrow.Data<arrow.Dictionary>).dictionary!;
   const parts = dictionary.data.map((d) => (plan === 'string' ? stringColumn(d, name) : { kind: 'numeric' as const, values: numericValues(d, plan as 'int32', name) }));
   const indices = data.values as ArrayLike<number | bigint>;
@@ -188,14 +212,18 @@ function dictionaryColumn(data: arrow.Data, plan: ColumnPlan, name: string, fall
       (out as Float64Array)[i] = (numbers[c].values as Float64Array)[k];
     }
   }
+  if (checked && isUint64(data.type)) checkIds(out as BigInt64Array, valid, name, (i) => i);
   return { kind: 'numeric', values: out };
 }
 
-function scalarColumn(data: arrow.Data, plan: Exclude<ColumnPlan, { list: unknown }>, name: string, fallback: Default): WireColumn {
-  if ((data.typeId as number) === T.Dictionary) return dictionaryColumn(data, plan, name, fallback);
+// `checked`: whether uint64 ids are checked here; a list's elements are checked once the
+// list is assembled, when each element's row is known and dropped nulls are gone.
+function scalarColumn(data: arrow.Data, plan: Exclude<ColumnPlan, { list: unknown }>, name: string, fallback: Default, checked = true): WireColumn {
+  if ((data.typeId as number) === T.Dictionary) return dictionaryColumn(data, plan, name, fallback, checked);
   if (plan === 'string') return stringColumn(data, name);
   const values = numericValues(data, plan, name);
   const valid = validMask(data);
+  if (checked && isUint64(data.type)) checkIds(values as BigInt64Array, valid, name, (i) => i);
   return { kind: 'numeric', values: valid === undefined ? values : fillMissing(values, valid, fallback) };
 }
 
@@ -226,7 +254,7 @@ function listColumn(data: arrow.Data, childPlan: Exclude<ColumnPlan, { list: unk
   }
   const rowValid = validMask(data);
   const childValid = validMask(child);
-  let values = scalarColumn(child, childPlan, name, 0);
+  let values = scalarColumn(child, childPlan, name, 0, false);
   let splits: Int32Array;
   if (rowValid === undefined && childValid === undefined) {
     const base = offsets[0];
@@ -248,10 +276,24 @@ function listColumn(data: arrow.Data, childPlan: Exclude<ColumnPlan, { list: unk
     values = gatherWire(values, Int32Array.from(keep));
   }
   if (childPlan === 'int32' || childPlan === 'int64') {
-    return { kind: 'ragged', values: (values as { values: WireNumeric }).values as BigInt64Array | Int32Array, rowSplits: splits };
+    const ids = (values as { values: WireNumeric }).values as BigInt64Array | Int32Array;
+    if (isUint64(child.type)) checkIds(ids as BigInt64Array, undefined, name, (k) => rowOfValue(splits, k));
+    return { kind: 'ragged', values: ids, rowSplits: splits };
   }
   if (values.kind === 'string') delete values.valid;
   return { kind: 'list', values, rowSplits: splits };
+}
+
+/** The row whose values include value k: the last i with splits[i] <= k (rows before it may be empty). */
+function rowOfValue(splits: Int32Array, k: number): number {
+  let lo = 0;
+  let hi = splits.length - 2;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (splits[mid] <= k) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /** One Arrow array as a wire column; `fallback` replaces missing numbers. */

@@ -2,7 +2,7 @@
 // digit by digit and categoricals are copied as bytes into each column's UTF-8 buffer,
 // so no JS string is made per field.
 import * as fs from 'node:fs';
-import type { ReadContext } from './reader';
+import { ReadContext, TRUNCATED } from './reader';
 import type { UnitBase, WireChunk, WireColumn } from './wire';
 
 export const CRITEO_INTEGER_FIELDS = Array.from({ length: 13 }, (_, i) => `I${i + 1}`);
@@ -194,6 +194,10 @@ export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTas
     let hi = 0;
     let position = unit.start;
     let eof = false;
+    // Where the file ended before the size it had when the pass was planned: it was cut
+    // while being read. Any piece can see it, including one that starts past the new
+    // end and so has no line to stumble on.
+    let truncatedAt: number | undefined;
     const fill = () => {
       if (lo > 0) {
         window.copy(window, 0, lo, hi);
@@ -206,40 +210,45 @@ export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTas
         window = grown;
       }
       const got = fs.readSync(fd, window, hi, window.length - hi, position + hi);
-      if (got === 0) eof = true;
+      if (got === 0) {
+        eof = true;
+        if (position + hi < unit.fileSize) truncatedAt = position + hi;
+      }
       hi += got;
     };
+    const int32 = task.integerDtype === 'int32';
+    let block = new Block(task.blockRows, task.integerDtype);
     // A range that starts inside a line leaves that line to the range before it.
-    if (unit.start > 0) {
+    let lineStart = unit.start === 0;
+    if (!lineStart) {
       const previous = Buffer.alloc(1);
-      fs.readSync(fd, previous, 0, 1, unit.start - 1);
-      if (previous[0] !== NEWLINE) {
-        for (;;) {
-          const at = window.indexOf(NEWLINE, lo);
-          if (at !== -1 && at < hi) {
-            position += at + 1 - lo;
-            lo = at + 1;
-            break;
-          }
+      const got = fs.readSync(fd, previous, 0, 1, unit.start - 1);
+      if (got === 0) {
+        eof = true;
+        truncatedAt = fs.fstatSync(fd).size;
+      } else if (previous[0] === NEWLINE) lineStart = true;
+      while (!lineStart && !eof) {
+        fill();
+        const at = window.indexOf(NEWLINE, lo);
+        if (at !== -1 && at < hi) {
+          position += at + 1 - lo;
+          lo = at + 1;
+          lineStart = true;
+        } else {
           position += hi - lo;
           lo = hi;
-          if (eof) return;
-          fill();
         }
       }
     }
-    const int32 = task.integerDtype === 'int32';
-    let block = new Block(task.blockRows, task.integerDtype);
-    while (position < unit.end) {
+    while (lineStart && position < unit.end) {
       let at = window.indexOf(NEWLINE, lo);
       if (at === -1 || at >= hi) {
         if (!eof) {
           fill();
           continue;
         }
-        // Shorter than when the pass was planned: cut while being read (its last line
-        // is then a fragment, not a row to parse).
-        if (position + (hi - lo) < unit.fileSize) break;
+        // Cut while being read: its last line is then a fragment, not a row to parse.
+        if (truncatedAt !== undefined) break;
         if (lo === hi) break;
         at = hi; // the last line, without a newline
       }
@@ -265,10 +274,16 @@ export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTas
       if (at === hi) break;
     }
     if (block.rows > 0) yield block.chunk(task.labelField);
-    if (eof && position + (hi - lo) < unit.fileSize) {
-      const end = position + (hi - lo);
-      const text = `Dataset.fromCriteoTsv: ${unit.file} ended at byte ${end} (after line ${lineNumber(fd, position) - 1}), before byte ${unit.fileSize} where it ended when the pass began: the file was truncated while it was read`;
-      if (!task.skipCorrupted) throw new Error(text);
+    if (truncatedAt !== undefined) {
+      // The line count reads the file up to the cut: only the piece the cut falls in says
+      // it, or every later piece (skipCorrupted reports each) would read the file again.
+      const text =
+        truncatedAt >= unit.start
+          ? `Dataset.fromCriteoTsv: ${unit.file} ended at byte ${truncatedAt} (after line ${lineNumber(fd, truncatedAt) - 1}), before byte ${unit.fileSize} ` +
+            'where it ended when the pass began: the file was truncated while it was read'
+          : `Dataset.fromCriteoTsv: ${unit.file} ended at byte ${truncatedAt}, before its piece at bytes ${unit.start}..${unit.end}, though it had ${unit.fileSize} bytes ` +
+            'when the pass began: the file was truncated while it was read';
+      if (!task.skipCorrupted) throw Object.assign(new Error(text), { code: TRUNCATED });
       context.skip(0, text);
     }
   } finally {

@@ -93,7 +93,7 @@ export class Dataset implements AsyncIterable<Batch<Column>> {
   /**
    * Columns of Parquet files. Scalars become typed arrays (int8..int32 and bool ->
    * Int32Array, int64/uint32/uint64 -> BigInt64Array (a uint64 of 2^63 or more is an
-   * Error naming the column), float -> Float32Array, double ->
+   * Error naming the file, column, value and row, skipCorrupted or not), float -> Float32Array, double ->
    * Float64Array), strings and binary -> StringColumn, lists of integers -> hb.Ragged,
    * lists of floats or strings -> hb.data.ListColumn. Each row group is a unit of work.
    */

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import type * as ParquetWasm from 'parquet-wasm/node';
 import type * as Arrow from 'apache-arrow';
-import { ColumnPlan, Default, planColumn, wireColumn } from './arrow_columns';
+import { ColumnPlan, Default, planColumn, Uint64BeyondInt64, wireColumn } from './arrow_columns';
 import type { UnitBase, WireChunk, WireColumn } from './wire';
 import type { ReadContext } from './reader';
 
@@ -171,15 +171,40 @@ export async function* readParquetUnit(unit: ParquetUnit, task: ParquetTask, con
   // block needs no copy): all blocks of a read view one buffer, which can move to the
   // main thread only once, so should the decoder split it, the blocks get buffers of their own.
   const own = table.batches.length > 1;
+  let batchStart = 0;
   for (const batch of table.batches) {
     const columns = file.names.map((name) => {
       const data = batch.getChild(name)?.data[0];
       if (data === undefined) throw new Error(`Dataset.fromParquet: column '${name}' is missing from ${where(unit)}`);
-      const column = wireColumn(data, file.plans.get(name)!, name, task.defaults[name] ?? 0);
+      let column: WireColumn;
+      try {
+        column = wireColumn(data, file.plans.get(name)!, name, task.defaults[name] ?? 0);
+      } catch (error) {
+        throw inUnit(error, unit, batchStart);
+      }
       return own ? copyColumn(column) : column;
     });
     yield { rows: batch.numRows, names: file.names, columns };
+    batchStart += batch.numRows;
   }
+}
+
+/**
+ * A column's error with the file and row group it came from (the column code knows only
+ * the column), its class kept. A uint64 beyond int64 is not corruption, so skipCorrupted
+ * does not skip it: the whole column is likely read wrong, not one row group.
+ */
+function inUnit(error: unknown, unit: ParquetUnit, batchStart: number): Error {
+  if (!(error instanceof Error)) return new Error(`Dataset.fromParquet: ${where(unit)}: ${String(error)}`);
+  if (error instanceof Uint64BeyondInt64) {
+    const row = batchStart + error.row;
+    return new RangeError(
+      `Dataset.fromParquet: ${where(unit)}: column '${error.column}' holds the uint64 value ${error.value} at row ${row} of its row group, ` +
+        `beyond int64 (ids must be below 2^63); that is row ${unit.firstRow + row} of the file`,
+    );
+  }
+  const text = `Dataset.fromParquet: ${where(unit)}: ${error.message}`;
+  return error instanceof RangeError ? new RangeError(text) : error instanceof TypeError ? new TypeError(text) : new Error(text);
 }
 
 function copyColumn(column: WireColumn): WireColumn {

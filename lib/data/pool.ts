@@ -108,16 +108,19 @@ export class WorkerPool {
     let entry = state.workers[i];
     if (entry === undefined) {
       const worker = startWorker();
-      // A thread keeps the process alive only while someone waits for it: an iterator
-      // left half-read (a loop that broke without return(), a dropped iterator) must not
-      // stop the process from exiting.
-      worker.unref();
       const inbox = new Inbox();
       worker.on('message', (m: FromWorker) => inbox.push(m));
       worker.on('error', (e: Error) => inbox.fail(new Error(`hb.data reader thread failed: ${e.message}`)));
       worker.on('exit', (code) => {
         if (!state.closed) inbox.fail(new Error(`hb.data reader thread exited (code ${code})`));
       });
+      // A thread keeps the process alive only while someone waits for it: an iterator
+      // left half-read (a loop that broke without return(), a dropped iterator) must not
+      // stop the process from exiting. Only after the listeners: Node refs a worker's
+      // port again when its first 'message' listener is added, which held the process
+      // until a GC happened to collect the pass (seconds later) for a thread that was
+      // never waited on.
+      worker.unref();
       entry = { worker, inbox, waiting: 0 };
       state.workers[i] = entry;
     }

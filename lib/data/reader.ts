@@ -13,3 +13,9 @@ export interface Reader<Task, Unit extends UnitBase> {
 }
 
 export type ReaderKind = 'parquet' | 'criteoTsv' | 'synthetic';
+
+/**
+ * The code of a reader's Error for a file that ended early (cut while the pass read it);
+ * the main thread, which alone knows how many rows the pass had read, adds that count.
+ */
+export const TRUNCATED = 'ERR_HB_DATA_TRUNCATED';

@@ -8,7 +8,7 @@ import { context, isInitialized } from '../distribute/process_group';
 import type { Batch, Column } from './batch';
 import { decodeChunk } from './decode_chunk';
 import { WorkerPool } from './pool';
-import type { ReaderKind } from './reader';
+import { ReaderKind, TRUNCATED } from './reader';
 import type { UnitBase } from './wire';
 
 /** What a pass has read so far (reset when a new pass starts). */
@@ -91,6 +91,9 @@ export async function* readSource(source: SourceDescription, stats: DatasetStats
           for (const why of message.why) if (stats.messages.length < 10) stats.messages.push(why);
           break;
         } else if (message.type === 'failed') {
+          if (message.code === TRUNCATED) {
+            throw readerError({ ...message, message: `${message.message}; the pass had read ${stats.rows} row${stats.rows === 1 ? '' : 's'} when it stopped there` });
+          }
           throw readerError(message);
         } else {
           throw new Error(`hb.data: unexpected '${message.type}' from a reader thread`);

@@ -6,8 +6,10 @@ export type IdValues = BigInt64Array | Int32Array;
 /**
  * A batch of variable-length rows: row i is values[rowSplits[i] .. rowSplits[i+1]).
  * Ids are int64 (BigInt64Array; Int32Array is accepted too). Built from typed arrays
- * it keeps them as they are (no copy); the native code checks that rowSplits starts
- * at 0, never decreases and ends at values.length before it reads anything.
+ * it keeps them as they are (no copy). hb.ragged() checks that rowSplits starts at 0,
+ * never decreases and ends at values.length; this constructor does not (the readers and
+ * feature columns build a Ragged per batch from splits they made), and the native code
+ * checks again before it reads anything.
  */
 export class Ragged {
   readonly values: IdValues;
@@ -60,6 +62,25 @@ function weightsFrom(weights: unknown, argument: string): Float32Array | undefin
 }
 
 /**
+ * The whole CSR contract, here rather than only where native code reads it: a value
+ * built wrong should fail where it was built, not at a lookup far away (and a lookup
+ * that prunes or hashes ids may never notice rows that overlap or run backwards).
+ * O(rows), which is small beside the values.
+ */
+function checkSplits(splits: Int32Array, count: number): void {
+  if (splits.length === 0) throw new RangeError('ragged: rowSplits must hold at least one value (0)');
+  if (splits[0] !== 0) throw new RangeError(`ragged: rowSplits must start at 0, got rowSplits[0] = ${splits[0]}`);
+  for (let i = 1; i < splits.length; i++) {
+    if (splits[i] < splits[i - 1]) {
+      throw new RangeError(`ragged: rowSplits must be non-decreasing, but rowSplits[${i}] = ${splits[i]} < rowSplits[${i - 1}] = ${splits[i - 1]}`);
+    }
+  }
+  if (splits[splits.length - 1] !== count) {
+    throw new RangeError(`ragged: rowSplits ends at ${splits[splits.length - 1]} but values has ${count} values`);
+  }
+}
+
+/**
  * hb.ragged(values, rowSplits, weights?) from flat values, or hb.ragged(rows, undefined,
  * weightRows?) from one array per row.
  */
@@ -91,10 +112,7 @@ export function ragged(
     throw new TypeError('ragged: with rowSplits, weights must be flat (one per value)');
   }
   const w = weightsFrom(weights, 'ragged: weights');
-  if (splits.length === 0) throw new RangeError('ragged: rowSplits must hold at least one value (0)');
-  if (splits[splits.length - 1] !== ids.length) {
-    throw new RangeError(`ragged: rowSplits ends at ${splits[splits.length - 1]} but values has ${ids.length} values`);
-  }
+  checkSplits(splits, ids.length);
   if (w !== undefined && w.length !== ids.length) {
     throw new RangeError(`ragged: weights has ${w.length} values but values has ${ids.length}`);
   }
