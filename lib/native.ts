@@ -17,7 +17,7 @@ export type TypedArray = Float32Array | Float64Array | Int32Array | BigInt64Arra
  * (native/exec/kernel_def.h's kKernelRegistryVersion). An addon with another one is
  * refused when hb-ts loads.
  */
-export const KERNEL_REGISTRY_VERSION = 2;
+export const KERNEL_REGISTRY_VERSION = 3;
 
 /** An opaque native tensor. Dispose releases its memory at once; GC does it otherwise. */
 export interface NativeTensorHandle {
@@ -53,6 +53,9 @@ export interface NativeFillSpec {
   mean?: number;
   stddev?: number;
   seed?: number;
+  /** A shard of a [rows, dim] table: local row j takes the values of the table's row j * rowStride + rowOffset. */
+  rowStride?: number;
+  rowOffset?: number;
 }
 
 /** An optimizer's rule (one of kernelRegistry().optimizerRules) and its hyperparameters for one step. */
@@ -262,6 +265,11 @@ export interface NativeAddon {
     hypers: NativeOptimizerHyper[],
     fetch: number[],
   ): Promise<{ outputs: TypedArray[]; nativeMs: number }>;
+  /**
+   * This rank will not run the step it prepared (its batch failed before planRun): the
+   * other ranks, waiting in the step's first exchange, fail with `why` at once.
+   */
+  planTellPeersOfFailure(plan: NativePlan, why: string): void;
 
   // Feature-column transforms (synchronous; `what` names the column in errors).
   // Values are UTF-8 bytes with Int32Array offsets, or integer typed arrays.

@@ -68,7 +68,10 @@
       "native/distribute/tcp_store.cc",
       "native/distribute/local_communicator.cc",
       "native/distribute/process_group.cc",
-      "native/distribute/collectives.cc"
+      "native/distribute/collectives.cc",
+      "native/distribute/world.cc",
+      "native/exec/collective_kernels.cc",
+      "native/exec/shard_kernels.cc"
     ],
     "hb_gloo_sources": [
       "native/distribute/gloo_communicator.cc"

@@ -3,7 +3,9 @@
 // collective and dtype, a 64 MiB message, disagreements, a peer that dies or hangs,
 // rendezvous errors, and the launcher's exit codes. Every process is bounded in time
 // and killed when the file ends (test/support/processes.ts).
+import * as fs from 'fs';
 import * as net from 'net';
+import * as os from 'os';
 import * as path from 'path';
 import * as hb from '../lib';
 import { freePort } from '../lib/distribute/launch';
@@ -269,10 +271,26 @@ describe('hb-ts launch', () => {
 });
 
 describeGloo('the Estimator in a launched job', () => {
-  test('`hb-ts train --nproc-per-node 2` joins the job, then stops saying sharded tables are missing', async () => {
-    const run = await runNode([cliPath, 'train', '--nproc-per-node', '2'], { timeoutMs: 60_000 });
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/\[rank [01]\] Estimator: training on 2 processes needs embedding tables sharded across them/);
-    expect(run.stderr).toMatch(/hb-ts launch: rank [01] exited with code 1/);
+  test('`hb-ts train config --nproc-per-node 2` trains DLRM with sharded tables and prints one eval AUC for the job', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-train-job-'));
+    try {
+      const config = path.join(dir, 'small.json');
+      fs.writeFileSync(config, JSON.stringify({
+        tables: [{ name: 'C1', vocabularySize: 1000, hotness: 1, alpha: 1.1 }, { name: 'C2', vocabularySize: 500, hotness: 2, alpha: 1.1 }],
+        numDense: 4, batchSize: 128, trainSamples: 40000, maxSteps: 100, evalSamples: 4000, evalEveryNIter: 50,
+      }));
+      const run = await runNode([cliPath, 'train', config, '--nproc-per-node', '2'], { timeoutMs: 90_000 });
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      // Rank 0 alone reports: the header, and one result over both ranks' rows.
+      const done = run.stdout.split('\n').filter((l) => l.includes('done: eval loss'));
+      expect(done).toHaveLength(1);
+      expect(done[0]).toMatch(/^\[rank 0\] done: eval loss [0-9.]+, eval AUC ([0-9.]+), 100 steps in [0-9.]+ s \(with evaluations\), \d+ samples\/s over 2 processes$/);
+      expect(Number(/eval AUC ([0-9.]+)/.exec(done[0])![1])).toBeGreaterThan(0.6);
+      expect(run.stdout).toMatch(/^\[rank 0\] hb-ts train: DLRM, 2 tables x 16, .*, 100 steps on 2 processes \(batch 128 each\) on cpu/m);
+      expect(run.stdout).not.toMatch(/\[rank 1\]/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

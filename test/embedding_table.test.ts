@@ -5,7 +5,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as hb from '../lib';
 import { EmbeddingTable } from '../lib/embedding/embedding_table';
-import { localPlacement, ownerOf, shardRows, TablePlacement } from '../lib/embedding/placement';
+import { localPlacement, ownerOf, shardRows } from '../lib/embedding/placement';
 import { readCheckpointHeader, saveCheckpoint, verifyCheckpoint } from '../lib/io/checkpoint_file';
 import { pinDevice } from './support/devices';
 
@@ -25,7 +25,7 @@ describe('EmbeddingTable', () => {
   test('is made on first use on its placement, with its checkpoint name, and reports what it holds', async () => {
     const table = new EmbeddingTable(spec('user_embedding/embedding_weights'), localPlacement('cpu'));
     expect(table.isMade).toBe(false);
-    expect(table.stats()).toEqual({ name: 'user_embedding/embedding_weights', rows: 6, dim: 3, dtype: 'float32', device: undefined, placement: 'local', bytes: 72, slots: [] });
+    expect(table.stats()).toEqual({ name: 'user_embedding/embedding_weights', rows: 6, localRows: 6, dim: 3, dtype: 'float32', device: undefined, placement: 'local', bytes: 72, slots: [] });
     const rows = table.variable;
     expect(rows.name).toBe('user_embedding/embedding_weights');
     expect(rows.shape).toEqual([6, 3]);
@@ -132,11 +132,31 @@ describe('EmbeddingTable', () => {
     expect(Array.from(out[0])).toEqual(Array.from((await eager.data()) as Float32Array));
   });
 
-  test('placements other than local are refused until there is a multi-process world', () => {
-    for (const kind of ['sharded', 'replicated'] as const) {
-      const placement: TablePlacement = { kind, device: 'cpu', worldSize: 2, rank: 0 };
-      expect(() => new EmbeddingTable(spec('t'), placement)).toThrow(new RegExp(`placement '${kind}' needs a multi-process world`));
+  test("a shard holds rank r's rows of the whole table (rows x with x floormod W = r), with the values they have there", async () => {
+    const whole = (await new EmbeddingTable(spec('whole', 10, 3), localPlacement('cpu')).variable.data()) as Float32Array;
+    for (const rank of [0, 1, 2]) {
+      const shard = new EmbeddingTable(spec('whole', 10, 3), { kind: 'sharded', device: 'cpu', worldSize: 3, rank });
+      expect(shard.localRows).toBe(shardRows(10, 3, rank));
+      expect(shard.variable.shape).toEqual([shardRows(10, 3, rank), 3]);
+      const values = (await shard.variable.data()) as Float32Array;
+      for (let j = 0; j < shard.localRows; j++) {
+        expect(Array.from(values.subarray(j * 3, j * 3 + 3))).toEqual(Array.from(whole.subarray((j * 3 + rank) * 3, (j * 3 + rank) * 3 + 3)));
+      }
+      expect(shard.stats()).toMatchObject({ rows: 10, localRows: shardRows(10, 3, rank), placement: 'sharded', bytes: shardRows(10, 3, rank) * 12 });
+      const slot = shard.createSlot('whole/Adagrad', 0.1, false);
+      expect(slot.shape).toEqual([shard.localRows, 3]);
+      // An eager lookup would need every rank: refused, saying where it works.
+      expect(() => shard.lookup(ids, { combiner: 'sum' })).toThrow(/is sharded over 3 ranks: an eager lookup would need every rank to take part; use it inside a modelFn/);
     }
+    // glorot's limit comes from the whole table's shape, not the shard's.
+    const glorot = { ...spec('g', 10, 3), initializer: hb.initializers.glorotUniform({ seed: 3 }) };
+    const glorotWhole = (await new EmbeddingTable(glorot, localPlacement('cpu')).variable.data()) as Float32Array;
+    const glorotShard = (await new EmbeddingTable(glorot, { kind: 'sharded', device: 'cpu', worldSize: 2, rank: 1 }).variable.data()) as Float32Array;
+    expect(Array.from(glorotShard.subarray(0, 3))).toEqual(Array.from(glorotWhole.subarray(3, 6)));
+  });
+
+  test('bad specs and placements are refused', () => {
+    expect(() => new EmbeddingTable(spec('t', 2), { kind: 'sharded', device: 'cpu', worldSize: 4, rank: 3 })).toThrow(/2 rows cannot be sharded over 4 ranks/);
     expect(() => new EmbeddingTable({ ...spec('t'), dtype: 'float16' as never }, localPlacement('cpu'))).toThrow(/dtype 'float16' is not implemented yet/);
     expect(() => new EmbeddingTable({ ...spec('t'), rows: 0 }, localPlacement('cpu'))).toThrow(/rows must be an integer >= 1/);
   });

@@ -26,6 +26,7 @@ const distIndex = path.resolve(__dirname, '../dist/index.js');
 const EAGER_ONLY: Record<string, string> = {
   copy: 'a contiguous copy, for reshapes that need their own memory',
   matmul_accumulate: 'C += A B, for gradient sums into one buffer',
+  reshard_rows: "a saved shard's rows into this rank's shard, when a checkpoint is restored at another world size",
 };
 
 describe('the addon kernel table and the TypeScript op table', () => {

@@ -11,6 +11,7 @@ import { RunConfig } from '../estimator/run_config';
 import { EvalSpec, TrainSpec } from '../estimator/specs';
 import { trainAndEvaluate } from '../estimator/train_and_evaluate';
 import { launch, LaunchOptions } from '../distribute/launch';
+import { context, shutdown } from '../distribute/process_group';
 import { dlrmModelFn } from '../models/dlrm';
 import { AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer } from '../train/optimizers';
 import { readTrainConfig, TrainConfig } from './train_config';
@@ -18,10 +19,14 @@ import { readTrainConfig, TrainConfig } from './train_config';
 async function train(configFile: string | undefined): Promise<void> {
   const config: TrainConfig = readTrainConfig(configFile);
   const tables = config.tables.map((t) => ({ ...t, hotness: t.hotness }));
+  // Under hb-ts launch: one rank of a job (batchSize is each rank's; rank 0 reports).
+  const job = context();
+  const W = job.worldSize;
+  const say = job.rank === 0 ? (line: string) => console.log(line) : () => undefined;
   // One planted model (one seed) for training and evaluation; its rows split in two
-  // partitions so evaluation is on held-out rows.
-  const synthetic = (partitionIndex: number) => () =>
-    data.Dataset.synthetic({ numDense: config.numDense, tables, numSamples: 2 * config.trainSamples, seed: config.seed, partitionCount: 2, partitionIndex })
+  // halves so evaluation is on held-out rows, each half split between the ranks.
+  const synthetic = (half: number) => () =>
+    data.Dataset.synthetic({ numDense: config.numDense, tables, numSamples: 2 * config.trainSamples, seed: config.seed, partitionCount: 2 * W, partitionIndex: half * W + job.rank })
       .batch(config.batchSize)
       .prefetch(2);
   const makeOptimizer = () =>
@@ -40,21 +45,25 @@ async function train(configFile: string | undefined): Promise<void> {
     seed: config.seed,
   });
   const estimator = new Estimator({ modelFn, modelDir: config.modelDir, config: new RunConfig({ logStepCountSteps: 50, saveCheckpointsSteps: config.modelDir ? 500 : undefined, tfRandomSeed: config.seed }) });
-  const maxSteps = config.maxSteps ?? Math.floor(config.trainSamples / config.batchSize);
-  console.log(`hb-ts train: DLRM, ${config.tables.length} tables x ${config.embeddingDim}, bottom [${config.bottomMlp}], top [${config.topMlp}], batch ${config.batchSize}, ${maxSteps} steps on ${estimator.device}, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
+  const maxSteps = config.maxSteps ?? Math.max(1, Math.floor(config.trainSamples / (config.batchSize * W)));
+  const where = W > 1 ? `${W} processes (batch ${config.batchSize} each) on ${estimator.device}` : estimator.device;
+  say(`hb-ts train: DLRM, ${config.tables.length} tables x ${config.embeddingDim}, bottom [${config.bottomMlp}], top [${config.topMlp}], batch ${config.batchSize}, ${maxSteps} steps on ${where}, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
   // Steps restored from modelDir were trained by an earlier run: not counted in samples/s.
   const restoredStep = await estimator.restoreGlobalStep();
   const started = Date.now();
   const result = await trainAndEvaluate(
     estimator,
     new TrainSpec({ inputFn: synthetic(0), maxSteps }),
-    new EvalSpec({ inputFn: synthetic(1), steps: Math.max(1, Math.ceil(config.evalSamples / config.batchSize)) }),
+    new EvalSpec({ inputFn: synthetic(1), steps: Math.max(1, Math.ceil(config.evalSamples / (config.batchSize * W))) }),
     { evalEveryNIter: config.evalEveryNIter },
   );
   const seconds = (Date.now() - started) / 1000;
   const trained = estimator.globalStep - restoredStep;
   const resumed = restoredStep > 0 ? ` (resumed at step ${restoredStep})` : '';
-  console.log(`done: eval loss ${result.loss.toFixed(5)}, eval AUC ${result.auc.toFixed(4)}, ${trained} steps${resumed} in ${seconds.toFixed(1)} s (with evaluations), ${Math.round((trained * config.batchSize) / seconds)} samples/s`);
+  const over = W > 1 ? ` over ${W} processes` : '';
+  // The evaluation is over every rank's rows: one loss and AUC for the job.
+  say(`done: eval loss ${result.loss.toFixed(5)}, eval AUC ${result.auc.toFixed(4)}, ${trained} steps${resumed} in ${seconds.toFixed(1)} s (with evaluations), ${Math.round((trained * config.batchSize * W) / seconds)} samples/s${over}`);
+  if (W > 1) await shutdown();
 }
 
 function integerOption(name: string) {

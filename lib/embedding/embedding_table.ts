@@ -2,9 +2,11 @@
 // its placement (device; local, and later sharded or replicated), its storage and the
 // optimizer slots kept beside its rows. It answers lookups (eager, or as a chain of graph
 // ops inside a modelFn), applies gradients, saves and loads row ranges natively (a table
-// never passes through the JS heap) and reports what it holds. Storage today is one dense
-// [rows, dim] block on the placement's device; the dynamic hash table and row shards plug
-// in behind the same methods.
+// never passes through the JS heap) and reports what it holds. Storage is one dense block
+// on the placement's device: every row ('local', 'replicated'), or this rank's shard
+// ('sharded': rows x with x floormod W == rank, at local row x floordiv W, each made with
+// the values row x has in the whole table, so a seeded table is the same at any world
+// size). The dynamic hash table plugs in behind the same methods.
 import { currentDevice } from '../backend';
 import { CheckpointHeader, CheckpointTensor, loadTensorRows } from '../io/checkpoint_file';
 import { Graph, SymbolicTensor } from '../graph/graph';
@@ -17,8 +19,10 @@ import { Ragged } from '../tensor/ragged';
 import { runKernel } from '../tensor/run_kernel';
 import { Tensor } from '../tensor/tensor';
 import { SlotOwner, Variable, variable } from '../tensor/variable';
+import type { WireDType } from '../graph/ops/exchange';
 import { lookupChain } from './lookup_chain';
-import { TablePlacement } from './placement';
+import { shardRows, TablePlacement } from './placement';
+import { shardedLookupChain } from './sharded_lookup_chain';
 
 export interface EmbeddingTableSpec {
   /** The checkpoint's name (`<column>_embedding/embedding_weights`). */
@@ -36,11 +40,15 @@ export interface LookupOptions {
   maxNorm?: number;
   /** Names the lookup in errors (the column's name). */
   name?: string;
+  /** How a sharded table's rows travel between ranks (embWireDtype); default float32. */
+  wire?: WireDType;
 }
 
 export interface EmbeddingTableStats {
   name: string;
   rows: number;
+  /** The rows this rank holds (its shard's, when sharded). */
+  localRows: number;
   dim: number;
   dtype: string;
   /** Where the rows are; undefined until the table is made (first use). */
@@ -72,8 +80,8 @@ export class EmbeddingTable implements SlotOwner {
       }
     }
     if (spec.dtype !== 'float32') throw new Error(`${where}: dtype '${spec.dtype}' is not implemented yet; tables are float32`);
-    if (placement.kind !== 'local') {
-      throw new Error(`${where}: placement '${placement.kind}' needs a multi-process world (hb.distribute), which hb-ts does not have yet`);
+    if (placement.kind === 'sharded' && shardRows(spec.rows, placement.worldSize, placement.rank) < 1) {
+      throw new Error(`${where}: ${spec.rows} rows cannot be sharded over ${placement.worldSize} ranks (each needs at least one); replicate it`);
     }
     this.spec = spec;
     this.placement = placement;
@@ -81,6 +89,17 @@ export class EmbeddingTable implements SlotOwner {
 
   get name(): string {
     return this.spec.name;
+  }
+
+  /** The rows this rank holds: its shard's when sharded, else all of them. */
+  get localRows(): number {
+    const p = this.placement;
+    return p.kind === 'sharded' ? shardRows(this.spec.rows, p.worldSize, p.rank) : this.spec.rows;
+  }
+
+  /** Whether this rank holds only a shard of the rows. */
+  get isSharded(): boolean {
+    return this.placement.kind === 'sharded';
   }
 
   /** Whether the rows exist yet (they are made on first use). */
@@ -95,7 +114,15 @@ export class EmbeddingTable implements SlotOwner {
   variableOn(defaultDevice?: string): Variable {
     if (!this.isMade) {
       const device = this.placement.device === '' ? (defaultDevice ?? currentDevice()) : this.placement.device;
-      const made = variable(this.spec.initializer, { shape: [this.spec.rows, this.spec.dim], name: this.spec.name, trainable: this.spec.trainable, device, exactName: true });
+      const p = this.placement;
+      const made = variable(this.spec.initializer, {
+        shape: [this.localRows, this.spec.dim],
+        name: this.spec.name,
+        trainable: this.spec.trainable,
+        device,
+        exactName: true,
+        shardOf: p.kind === 'sharded' ? { rows: this.spec.rows, stride: p.worldSize, offset: p.rank } : undefined,
+      });
       made.slotOwner = this;
       this.storage = made;
       this.slotVariables.clear();
@@ -110,7 +137,7 @@ export class EmbeddingTable implements SlotOwner {
   /** @internal An optimizer's slot beside the rows: same device, one value per element (or per row). */
   createSlot(name: string, initialValue: number, perRow: boolean): Variable {
     const rows = this.variable;
-    const slot = variable(constant(initialValue), { shape: perRow ? [this.spec.rows] : [this.spec.rows, this.spec.dim], device: rows.device, name, trainable: false, exactName: true });
+    const slot = variable(constant(initialValue), { shape: perRow ? [this.localRows] : [this.localRows, this.spec.dim], device: rows.device, name, trainable: false, exactName: true });
     this.slotVariables.set(name, slot);
     return slot;
   }
@@ -122,6 +149,7 @@ export class EmbeddingTable implements SlotOwner {
 
   /** tf.nn.safe_embedding_lookup_sparse of `ids` now: [ids.nrows, dim] on the table's device. */
   lookup(ids: Ragged, options: LookupOptions): Promise<Tensor> {
+    this.refuseEagerShard('lookup');
     return embeddingLookupSparse(this.variable, ids, { combiner: options.combiner, maxNorm: options.maxNorm, name: options.name ?? this.name });
   }
 
@@ -131,7 +159,32 @@ export class EmbeddingTable implements SlotOwner {
     if (rows.device !== 'cpu' && rows.device !== graph.device) {
       throw new Error(`embedding table '${this.name}' is on ${rows.device} but the model runs on ${graph.device}; use embDevice: 'cpu' or '${graph.device}'`);
     }
-    return lookupChain(graph.variableTensor(rows), ids, { combiner: options.combiner, maxNorm: options.maxNorm, name: options.name ?? this.name });
+    const name = options.name ?? this.name;
+    const p = this.placement;
+    if (p.kind !== 'local' && graph.world.size !== p.worldSize) {
+      throw new Error(`embedding table '${this.name}' is ${p.kind} over ${p.worldSize} ranks but the model is built for a world of ${graph.world.size}`);
+    }
+    if (p.kind === 'sharded') {
+      return shardedLookupChain(graph.variableTensor(rows), ids, {
+        combiner: options.combiner,
+        maxNorm: options.maxNorm,
+        name,
+        worldSize: p.worldSize,
+        rank: p.rank,
+        rows: this.spec.rows,
+        wire: options.wire ?? 'float32',
+      });
+    }
+    return lookupChain(graph.variableTensor(rows), ids, { combiner: options.combiner, maxNorm: options.maxNorm, name });
+  }
+
+  private refuseEagerShard(what: string): void {
+    if (this.isSharded) {
+      throw new Error(
+        `embedding table '${this.name}' is sharded over ${this.placement.worldSize} ranks: an eager ${what} would need every rank to take part; ` +
+          'use it inside a modelFn (the Estimator or MonitoredTrainingSession), where each step exchanges rows between the ranks',
+      );
+    }
   }
 
   /**
@@ -143,6 +196,7 @@ export class EmbeddingTable implements SlotOwner {
       const message = `embedding table '${this.name}': applyGradients takes a non-empty array of hb.IndexedSlices`;
       throw Array.isArray(grads) && grads.length === 0 ? new Error(message) : new TypeError(message);
     }
+    this.refuseEagerShard('applyGradients');
     const rows = this.variable;
     if (grads.length === 1) return optimizer.applyGradients([[grads[0], rows]]);
     const count = grads.reduce((n, g) => n + g.indices.length, 0);
@@ -167,7 +221,7 @@ export class EmbeddingTable implements SlotOwner {
    * What a checkpoint saves of rows [begin, end): the rows and each slot's, as native
    * row sources (streamed by the addon, never copied into JS), under their own names.
    */
-  save(rowRange: [number, number] = [0, this.spec.rows]): CheckpointTensor[] {
+  save(rowRange: [number, number] = [0, this.localRows]): CheckpointTensor[] {
     const [begin, end] = this.checkRange(rowRange, 'save');
     const source = (v: Variable): CheckpointTensor => ({
       name: v.name,
@@ -185,7 +239,7 @@ export class EmbeddingTable implements SlotOwner {
    * the checkpoint lacks keeps its value (a new optimizer starts fresh). `only`: just
    * these names. Every tensor is checked before any is read, so nothing loads half.
    */
-  async load(file: string, header: CheckpointHeader, rowRange: [number, number] = [0, this.spec.rows], only?: ReadonlySet<string>): Promise<string[]> {
+  async load(file: string, header: CheckpointHeader, rowRange: [number, number] = [0, this.localRows], only?: ReadonlySet<string>): Promise<string[]> {
     const [begin, end] = this.checkRange(rowRange, 'load');
     const reads: Array<{ v: Variable; fromRow: number }> = [];
     for (const v of [this.variable, ...this.slotVariables.values()]) {
@@ -215,19 +269,21 @@ export class EmbeddingTable implements SlotOwner {
     return {
       name: this.name,
       rows: this.spec.rows,
+      localRows: this.localRows,
       dim: this.spec.dim,
       dtype: this.spec.dtype,
       device: this.isMade ? this.storage!.device : undefined,
       placement: this.placement.kind,
-      bytes: this.spec.rows * rowBytes,
+      bytes: this.localRows * rowBytes,
       slots: [...this.slotVariables.values()].map((s) => ({ name: s.name, bytes: s.size * 4 })),
     };
   }
 
   private checkRange(range: [number, number], what: string): [number, number] {
     const [begin, end] = Array.isArray(range) ? range : [NaN, NaN];
-    if (!Number.isSafeInteger(begin) || !Number.isSafeInteger(end) || begin < 0 || begin > end || end > this.spec.rows) {
-      const message = `embedding table '${this.name}': ${what}: the row range must be [begin, end] within [0, ${this.spec.rows}], got ${JSON.stringify(range)}`;
+    const rows = this.localRows;
+    if (!Number.isSafeInteger(begin) || !Number.isSafeInteger(end) || begin < 0 || begin > end || end > rows) {
+      const message = `embedding table '${this.name}': ${what}: the row range must be [begin, end] within [0, ${rows}], got ${JSON.stringify(range)}`;
       throw Array.isArray(range) && typeof begin === 'number' && typeof end === 'number' ? new RangeError(message) : new TypeError(message);
     }
     return [begin, end];

@@ -1,8 +1,8 @@
 // Where an embedding table's rows live. 'local': every row in this process (one worker,
 // or a table the planner keeps whole). 'sharded' and 'replicated' are HybridBackend's
 // placements across workers: a sharded table's id x lives on rank x floormod W at local
-// row x floordiv W; a replicated one is whole on every rank, its gradients all-reduced.
-// Only 'local' can be made until there is a multi-process runtime.
+// row x floordiv W; a replicated one is whole on every rank, its gradients gathered from
+// every rank. lib/distribute/sharding_planner.ts decides which.
 
 export type PlacementKind = 'local' | 'sharded' | 'replicated';
 

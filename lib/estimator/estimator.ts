@@ -3,10 +3,18 @@
 // plan; the checkpoint manager (checkpoint_manager.ts) saves and restores the variables
 // in modelDir; the train loop (train_loop.ts) runs the steps, hooks and checkpoint
 // cadence. The Estimator keeps the global step and decides what is restored when.
+//
+// Under a job of several ranks (hb-ts launch, or WORLD_SIZE and the rest set) the same
+// code trains in every rank: the Estimator joins the job, embedding tables are sharded
+// or replicated (lib/distribute/sharding_planner.ts), dense variables start from rank 0's
+// values and train on gradients averaged over the ranks, every step exchanges inside its
+// one native call, and the ranks stop and evaluate at the same steps. Rank 0 logs.
 import { currentDevice } from '../backend';
-import { init, isInitialized } from '../distribute/process_group';
-import { rendezvousFromEnv } from '../distribute/rendezvous_env';
+import { allreduce, broadcast } from '../distribute/collectives';
+import { tensor } from '../tensor/tensor';
+import { context as jobContext, init, isInitialized } from '../distribute/process_group';
 import { EmbeddingTable } from '../embedding/embedding_table';
+import { GraphWorld } from '../graph/graph';
 import { Variable } from '../tensor/variable';
 import { CheckpointItem, CheckpointManager, tableItem, variableItem } from './checkpoint_manager';
 import { Batch, batchesOf, InputFn } from './input';
@@ -14,7 +22,7 @@ import { BuiltModel, ModelBuilder, ModelFn } from './model_builder';
 import { Mode, ModeKeys } from './mode_keys';
 import { RunConfig } from './run_config';
 import { TrainHook } from './specs';
-import { runTrainLoop, TrainStop } from './train_loop';
+import { EvaluateWhen, runTrainLoop, TrainStop } from './train_loop';
 import { checkOptionKeys } from '../option_keys';
 
 export type { ModelFn } from './model_builder';
@@ -41,8 +49,14 @@ export class Estimator {
   readonly config: RunConfig;
   /** Where the model's steps run and its variables live: RunConfig's device, else the current one. */
   readonly device: string;
+  /** The job it trains in ({ size: 1, rank: 0 } alone). */
+  readonly world: GraphWorld;
   private readonly model: ModelBuilder;
   private readonly checkpoints?: CheckpointManager;
+  /** Rank 0's log lines go to config.log; other ranks say nothing. */
+  private readonly log: (line: string) => void;
+  /** Variables every rank holds whole whose values rank 0 has sent to all. */
+  private readonly shared = new Set<string>();
   private step = 0;
   /** Whether the global step has been read from the latest checkpoint. */
   private stepRestored = false;
@@ -64,8 +78,14 @@ export class Estimator {
     this.params = init.params ?? {};
     this.config = init.config ?? new RunConfig();
     this.device = this.config.device ?? currentDevice();
-    this.model = new ModelBuilder(this.modelFn, this.params, this.device, this.config.tfRandomSeed);
-    if (this.modelDir) this.checkpoints = new CheckpointManager(this.modelDir, { keepMax: this.config.keepCheckpointMax, log: this.config.log });
+    const job = jobContext();
+    this.world = { size: job.worldSize, rank: job.rank };
+    this.log = this.world.rank === 0 ? this.config.log : () => undefined;
+    this.model = new ModelBuilder(this.modelFn, this.params, this.device, this.config.tfRandomSeed, this.world);
+    if (this.modelDir && this.world.size > 1) {
+      throw new Error(`Estimator: checkpoints of a job of ${this.world.size} processes (modelDir) are not written yet: each rank would write over the others'; train without modelDir`);
+    }
+    if (this.modelDir) this.checkpoints = new CheckpointManager(this.modelDir, { keepMax: this.config.keepCheckpointMax, log: this.log });
   }
 
   /** The global step: training steps taken, restored from the latest checkpoint. */
@@ -98,18 +118,40 @@ export class Estimator {
     this.restoredStep = globalStep;
     this.restoredFrom = file;
     this.restored.clear();
-    this.config.log(`restored ${file} (global step ${globalStep})`);
+    this.log(`restored ${file} (global step ${globalStep})`);
   }
 
   /** The model of `mode`, built on first use, with its variables restored. */
   private async build(mode: Mode, example: Batch): Promise<BuiltModel> {
+    await this.joinJob();
     await this.restoreGlobalStep();
     const built = this.model.get(mode) ?? (await this.model.build(mode, example));
     // A model built before is restored again too: when its restore failed, returning it
     // as it is would train its initial values from the checkpoint's step, and the saves
     // would rotate the checkpoints out. This does nothing once all is restored.
     await this.restoreNewVariables();
+    await this.shareWholeVariables();
     return built;
+  }
+
+  /** Under a job: joins it (hb.distribute.init) unless this process already has. */
+  private async joinJob(): Promise<void> {
+    if (this.world.size > 1 && !isInitialized()) await init();
+  }
+
+  /**
+   * Under a job: every variable each rank holds whole (dense layers, replicated tables)
+   * takes rank 0's values, once, in name order on every rank, so the replicas start
+   * equal even from unseeded initializers. Shards are each rank's own.
+   */
+  private async shareWholeVariables(): Promise<void> {
+    if (this.world.size <= 1) return;
+    const names = [...this.model.store.variables.keys()].filter((n) => !this.shared.has(n)).sort();
+    for (const name of names) {
+      const v = this.model.store.variables.get(name)!;
+      if (!(v.slotOwner instanceof EmbeddingTable && v.slotOwner.isSharded)) await v.assign(await broadcast(v, { root: 0 }));
+      this.shared.add(name);
+    }
   }
 
   /** What a checkpoint holds: each table with its slots, every other variable and slot. */
@@ -221,7 +263,10 @@ export class Estimator {
    * @internal Trains from an iterator of batches. Says why it stopped; when a hook stopped
    * it, the batch already read for the next step comes back as `leftover`.
    */
-  async trainOn(batches: AsyncIterator<Batch>, options: { maxSteps?: number; steps?: number; hooks?: readonly TrainHook[] }): Promise<TrainStop> {
+  async trainOn(
+    batches: AsyncIterator<Batch>,
+    options: { maxSteps?: number; steps?: number; hooks?: readonly TrainHook[]; evaluateWhen?: EvaluateWhen },
+  ): Promise<TrainStop> {
     const { maxSteps, steps } = options;
     for (const [k, v] of [['maxSteps', maxSteps], ['steps', steps]] as const) {
       if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) {
@@ -230,14 +275,26 @@ export class Estimator {
       }
     }
     if (maxSteps !== undefined && steps !== undefined) throw new Error('train: give steps or maxSteps, not both (as TF)');
-    await joinJob();
+    await this.joinJob();
     const first = await batches.next();
-    if (first.done) return { reason: 'inputEnd' };
+    if (first.done) {
+      const trained = this.model.get(ModeKeys.TRAIN);
+      if (this.world.size > 1) {
+        if (!trained) throw noBatchError('train', this.world.rank);
+        // The other ranks go on into the next step (trainAndEvaluate resuming): it stops them.
+        await this.restoreGlobalStep();
+        const stopAt = Math.min(maxSteps ?? Infinity, steps !== undefined ? this.step + steps : Infinity);
+        if (this.step < stopAt) await trained.step.announceStop();
+      }
+      return { reason: 'inputEnd' };
+    }
     const built = await this.build(ModeKeys.TRAIN, first.value);
     const stopAt = Math.min(maxSteps ?? Infinity, steps !== undefined ? this.step + steps : Infinity);
     return runTrainLoop(
       {
         config: this.config,
+        log: this.log,
+        chief: this.world.rank === 0,
         savesCheckpoints: this.checkpoints !== undefined,
         globalStep: () => this.step,
         advance: () => {
@@ -251,6 +308,7 @@ export class Estimator {
       batches,
       stopAt,
       options.hooks ?? [],
+      options.evaluateWhen,
     );
   }
 
@@ -270,7 +328,7 @@ export class Estimator {
 
   private async evaluateOn(batches: AsyncGenerator<Batch>, options: { steps?: number; name?: string }): Promise<EvaluateResult> {
     const first = await batches.next();
-    if (first.done) throw new Error('evaluate: the input gave no batch');
+    if (first.done) throw this.world.size > 1 ? noBatchError('evaluate', this.world.rank) : new Error('evaluate: the input gave no batch');
     const built = await this.build(ModeKeys.EVAL, first.value);
     const metrics = Object.entries(built.spec.evalMetricOps);
     await Promise.all(metrics.map(([, m]) => m.reset()));
@@ -278,14 +336,35 @@ export class Estimator {
     let count = 0;
     let current: IteratorResult<Batch> = first;
     while (!current.done && (options.steps === undefined || count < options.steps)) {
-      const result = await built.step.run(await built.step.prepare(current.value));
+      let prepared;
+      try {
+        prepared = await built.step.prepare(current.value);
+      } catch (error) {
+        built.step.tellPeersOfFailure(`an evaluation batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
+        throw error;
+      }
+      let result;
+      try {
+        result = await built.step.run(prepared);
+      } catch (error) {
+        // Another rank's evaluation input ended: every rank ends the evaluation here.
+        if ((error as { code?: string }).code === 'HB_ERR_PEER_STOPPED') break;
+        throw error;
+      }
       lossSum += (result.outputs[0] as Float32Array)[0];
       count++;
       current = await batches.next();
+      if (current.done && (options.steps === undefined || count < options.steps)) await built.step.announceStop();
+    }
+    if (this.world.size > 1) {
+      // Over every rank's examples: the loss is the mean of all ranks' batch losses.
+      const [sum, batchCount] = (await (await allreduce(tensor(Float64Array.from([lossSum, count]), [2], 'float64', { device: 'cpu' }), { op: 'sum' })).data()) as Float64Array;
+      lossSum = sum;
+      count = batchCount;
     }
     const out: EvaluateResult = { loss: Math.fround(lossSum / count), globalStep: this.step };
     for (const [name, m] of metrics) out[name] = await m.value();
-    this.config.log(`evaluation${options.name ? ` (${options.name})` : ''} at step ${this.step}: ` + Object.entries(out).map(([k, v]) => `${k} = ${Number.isInteger(v) ? v : v.toPrecision(6)}`).join(', '));
+    this.log(`evaluation${options.name ? ` (${options.name})` : ''} at step ${this.step}: ` + Object.entries(out).map(([k, v]) => `${k} = ${Number.isInteger(v) ? v : v.toPrecision(6)}`).join(', '));
     return out;
   }
 
@@ -316,16 +395,10 @@ export class Estimator {
   }
 }
 
-// Under a launcher (WORLD_SIZE > 1) the Estimator joins the job, as HybridBackend's
-// does. Training across processes needs its tables sharded over them, which is not
-// built yet: until it is, the job stops here with that said, rather than N processes
-// each training a model of their own.
-async function joinJob(): Promise<void> {
-  const job = rendezvousFromEnv();
-  if (job.worldSize <= 1) return;
-  if (!isInitialized()) await init();
-  throw new Error(
-    `Estimator: training on ${job.worldSize} processes needs embedding tables sharded across them, which this version of hb-ts ` +
-      'does not have yet; hb.distribute (init, allreduce, alltoallv, ...) works, and the Estimator trains in one process',
+/** A rank of a job whose input gave no batch at all cannot take part (it cannot build the model the others run). */
+function noBatchError(what: string, rank: number): Error {
+  return new Error(
+    `${what}: the input of rank ${rank} gave no batch; under a job every rank needs at least one (its partition of the data is empty: ` +
+      'give the dataset more files or row groups than ranks)',
   );
 }

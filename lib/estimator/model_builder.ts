@@ -5,8 +5,9 @@
 // modelFn makes inside it (layers, tables, metric state) goes there.
 import type { Batch } from '../data/batch';
 import { CompiledStep } from '../graph/compiled_step';
-import { Graph, Node, SymbolicTensor, VariableStore, withGraph } from '../graph/graph';
+import { Graph, GraphWorld, Node, SymbolicTensor, VariableStore, withGraph } from '../graph/graph';
 import { assertFinite } from '../graph/ops/assert_finite';
+import { stepSync } from '../graph/ops/exchange';
 import { withGraphSeed } from '../initializers/random_seed';
 import { symbolicFeatures, symbolicLabels } from '../graph/symbolic_features';
 import { Optimizer } from '../train/optimizer';
@@ -41,6 +42,8 @@ export class ModelBuilder {
     readonly device: string,
     /** RunConfig's tfRandomSeed: the graph-level seed of the model's unseeded initializers. */
     private readonly randomSeed?: number,
+    /** The job the model trains in: its steps exchange with the other ranks. */
+    readonly world: GraphWorld = { size: 1, rank: 0 },
   ) {}
 
   /** The model of `mode`, if built. */
@@ -57,7 +60,9 @@ export class ModelBuilder {
   }
 
   private async buildNow(mode: Mode, example: Batch): Promise<BuiltModel> {
-    const graph = new Graph(this.store, mode, this.device);
+    const graph = new Graph(this.store, mode, this.device, this.world);
+    // Under a job, the step's first exchange: made first, so it runs first.
+    const sync = this.world.size > 1 ? stepSync(graph, this.world.size) : undefined;
     const features = symbolicFeatures(graph, example);
     const labels = mode === ModeKeys.PREDICT ? undefined : symbolicLabels(graph, example);
     const spec = await withGraph(graph, () => this.modelFn(features, labels, mode, this.params));
@@ -89,7 +94,7 @@ export class ModelBuilder {
         fetches.push(t);
       }
     }
-    const step = new CompiledStep(graph, fetches, effects);
+    const step = new CompiledStep(graph, fetches, effects, {}, sync && { ...sync, rank: this.world.rank });
     const widths = fetches.map((t) => t.shape.reduce((n, d) => (d < 0 ? n : n * d), 1));
     const made: BuiltModel = { graph, spec, step, predictionKeys, widths };
     this.built.set(mode, made);

@@ -9,15 +9,22 @@ import { TrainingProgress } from './progress';
 import { RunConfig } from './run_config';
 import { TrainHook } from './specs';
 
-/** Why a training run ended; `leftover` is a batch read but not trained on. */
+/**
+ * Why a training run ended; `leftover` is a batch read but not trained on. 'evaluate':
+ * paused for an evaluation (evaluateWhen said so, on this rank or, under a job, another).
+ */
 export interface TrainStop {
-  reason: 'inputEnd' | 'stopAt' | 'hook';
+  reason: 'inputEnd' | 'stopAt' | 'hook' | 'evaluate';
   leftover?: Batch;
 }
 
 /** What the loop needs of its Estimator. */
 export interface TrainLoopHost {
   readonly config: RunConfig;
+  /** Where progress and log lines go (rank 0's config.log under a job, else nothing). */
+  readonly log: (line: string) => void;
+  /** Whether this rank shows progress (rank 0 under a job). */
+  readonly chief: boolean;
   /** Whether checkpoints are saved at all (a modelDir). */
   readonly savesCheckpoints: boolean;
   globalStep(): number;
@@ -26,6 +33,12 @@ export interface TrainLoopHost {
   saveCheckpoint(): Promise<string | undefined>;
 }
 
+/**
+ * After a step: pause for an evaluation (trainAndEvaluate's throttle). Under a job the
+ * ranks agree on it in the next step's first exchange and all pause after that step.
+ */
+export type EvaluateWhen = () => boolean;
+
 export async function runTrainLoop(
   host: TrainLoopHost,
   model: BuiltModel,
@@ -33,18 +46,24 @@ export async function runTrainLoop(
   batches: AsyncIterator<Batch>,
   stopAt: number,
   hooks: readonly TrainHook[],
+  evaluateWhen?: EvaluateWhen,
 ): Promise<TrainStop> {
   const { config } = host;
   if (host.globalStep() >= stopAt) return { reason: 'stopAt', leftover: first };
-  const progress = new TrainingProgress(config.log, config.logStepCountSteps, config.progressBar, host.globalStep(), Number.isFinite(stopAt) ? stopAt : undefined);
+  const inJob = model.step.inJob;
+  const progress = new TrainingProgress(host.log, config.logStepCountSteps, config.progressBar && host.chief, host.globalStep(), Number.isFinite(stopAt) ? stopAt : undefined);
   let lastSave = Date.now();
   let lastSavedStep = host.globalStep();
   let stop: TrainStop = { reason: 'stopAt' };
+  // Under a job, what this rank asks of all in the next step's first exchange.
+  const requests = { evaluate: false, stop: false, save: false };
+  let failed = false;
   try {
     let current: { raw: Batch; prepared: PreparedBatch } | undefined = { raw: first, prepared: await model.step.prepare(first) };
     while (current && host.globalStep() < stopAt) {
       const step = host.globalStep() + 1;
-      const running: Promise<StepResult> = model.step.run(current.prepared).catch((error: Error & { code?: string }) => {
+      const running: Promise<StepResult> = model.step.run(current.prepared, requests).catch((error: Error & { code?: string }) => {
+        if (error.code === 'HB_ERR_PEER_STOPPED') throw error;
         // HB_ERR_NAN: the loss check (before any update) or an update's gradient check
         // (before that variable changed); the message says which.
         error.message = error.code === 'HB_ERR_NAN' ? `training stopped at step ${step}: ${error.message}` : `training step ${step}: ${error.message}`;
@@ -58,8 +77,19 @@ export async function runTrainLoop(
         return { raw: n.value, prepared: await model.step.prepare(n.value) };
       })();
       const [result, next] = await Promise.allSettled([running, upcoming]);
-      if (result.status === 'rejected') throw result.reason;
-      if (next.status === 'rejected') throw next.reason;
+      if (result.status === 'rejected') {
+        // Another rank's input ended: every rank stops here, this step untrained.
+        if ((result.reason as { code?: string }).code === 'HB_ERR_PEER_STOPPED') {
+          stop = { reason: 'inputEnd' };
+          break;
+        }
+        throw result.reason;
+      }
+      if (next.status === 'rejected') {
+        // The other ranks will wait in the next step: they fail with this rank's reason.
+        model.step.tellPeersOfFailure(`the next batch of rank ${model.graph.world.rank} failed: ${(next.reason as Error)?.message}`);
+        throw next.reason;
+      }
       host.advance();
       const loss = (result.value.outputs[0] as Float32Array)[0];
       progress.step(step, loss, result.value.batchSize);
@@ -67,26 +97,53 @@ export async function runTrainLoop(
       for (const hook of hooks) {
         if ((await hook.afterRun?.({ globalStep: step, loss, batchSize: result.value.batchSize, nativeMs: result.value.nativeMs })) === false) hookStop = true;
       }
+      const evaluate = evaluateWhen?.() ?? false;
       const byStep = config.saveCheckpointsSteps;
-      const due = byStep !== undefined
+      let due = byStep !== undefined
         ? byStep > 0 && step % byStep === 0
         : (config.saveCheckpointsSecs ?? 0) > 0 && Date.now() - lastSave >= (config.saveCheckpointsSecs as number) * 1000;
+      let pause: TrainStop['reason'] | undefined;
+      if (inJob) {
+        // Decisions one rank makes alone (a hook, a clock) take effect on every rank
+        // after the next step, once the ranks have agreed on them in its exchange.
+        const agreed = result.value.agreed!;
+        if (byStep === undefined) {
+          const timed = due;
+          due = agreed.save;
+          requests.save = timed && !due;
+        }
+        pause = agreed.stop ? 'hook' : agreed.evaluate ? 'evaluate' : undefined;
+        requests.stop = hookStop && !agreed.stop;
+        requests.evaluate = evaluate && !agreed.evaluate && pause === undefined;
+      } else {
+        pause = hookStop ? 'hook' : evaluate ? 'evaluate' : undefined;
+      }
       if (due && host.savesCheckpoints) {
         progress.line(`saved ${await host.saveCheckpoint()}`);
         lastSave = Date.now();
         lastSavedStep = step;
       }
-      if (hookStop) {
-        stop = { reason: 'hook', leftover: next.value?.raw };
+      if (pause) {
+        stop = { reason: pause, leftover: next.value?.raw };
         break;
       }
-      if (!next.value && host.globalStep() < stopAt) stop = { reason: 'inputEnd' };
+      if (!next.value && host.globalStep() < stopAt) {
+        stop = { reason: 'inputEnd' };
+        // The other ranks are about to run the next step: it stops them too.
+        await model.step.announceStop();
+      }
       current = next.value;
     }
+  } catch (error) {
+    failed = true;
+    throw error;
   } finally {
     progress.stop();
     for (const hook of hooks) await hook.end?.({ globalStep: host.globalStep() });
-    if (host.savesCheckpoints && host.globalStep() !== lastSavedStep) config.log(`saved ${await host.saveCheckpoint()}`);
+    // Under a job a save is collective: after a failure on this rank the others are not
+    // saving with it (each rank saved what the last agreed save wrote).
+    const save = host.savesCheckpoints && host.globalStep() !== lastSavedStep && !(failed && inJob);
+    if (save) host.log(`saved ${await host.saveCheckpoint()}`);
   }
   return stop;
 }

@@ -1,8 +1,9 @@
 // embedding_column and shared_embedding_columns: a categorical column's ids looked up
 // in a [numBuckets, dimension] table and combined per example, as TF's
 // safe_embedding_lookup_sparse (negative ids pruned, empty rows zero).
+import { context as distributedContext } from '../distribute/process_group';
+import { planTablePlacement } from '../distribute/sharding_planner';
 import { EmbeddingTable } from '../embedding/embedding_table';
-import { localPlacement } from '../embedding/placement';
 import { Initializer, truncatedNormal } from '../initializers';
 import { Combiner } from '../nn/lookup_arguments';
 import { Ragged } from '../tensor/ragged';
@@ -47,9 +48,15 @@ class TableHolder {
       if (options.embBackend !== 'DEFAULT') {
         throw new Error(`embedding table '${name}': embBackend '${options.embBackend}' (dynamic hash tables) is not implemented yet; use 'DEFAULT'`);
       }
+      // Placed in the job this process is part of (hb-ts launch's environment, or init()).
+      const job = distributedContext();
+      const placement = planTablePlacement(
+        { rows: this.spec.numBuckets, device: options.embDevice, embSharded: options.embSharded, batchSize: options.batchSize },
+        { size: job.worldSize, rank: job.rank },
+      );
       this.table = new EmbeddingTable(
         { name, rows: this.spec.numBuckets, dim: this.spec.dimension, dtype: options.embDtype as 'float32', initializer: this.spec.initializer, trainable: this.spec.trainable },
-        localPlacement(options.embDevice),
+        placement,
       );
     }
     return this.table;

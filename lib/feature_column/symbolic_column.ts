@@ -31,7 +31,7 @@ export function symbolicColumn(column: DenseColumn, source: SymbolicFeatureSourc
     // In host memory (embDevice: 'cpu') or on the graph's device; the plan moves lookup
     // outputs and gradients between them.
     try {
-      return column.embeddingTable.lookupGraph(graph, ids, { combiner: column.combiner, maxNorm: column.maxNorm, name: column.name });
+      return column.embeddingTable.lookupGraph(graph, ids, { combiner: column.combiner, maxNorm: column.maxNorm, name: column.name, wire: column.options.embWireDtype });
     } catch (error) {
       if (error instanceof Error) error.message = `feature column '${column.name}': ${error.message}`;
       throw error;

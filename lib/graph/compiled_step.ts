@@ -1,13 +1,23 @@
 // A compiled graph ready to run: building the feeds of a raw batch (the columns'
 // native transforms) and one native call that runs the whole step.
+//
+// Under a job of several ranks the step begins with an exchange of flags (stepSync):
+//   flags[0]  rank + 1 of a rank whose input ended (it sends them in announceStop()
+//             instead of running the step): every rank's run then fails with
+//             HB_ERR_PEER_STOPPED before anything else ran, and all stop at one step
+//   flags[1]  a rank asks every rank to pause for an evaluation after this step
+//   flags[2]  a rank asks every rank to stop after this step (a hook said so)
+//   flags[3]  a rank asks every rank to save a checkpoint after this step (its clock)
 import type { Batch } from '../data/batch';
+import { allreduce } from '../distribute/collectives';
 import { native, NativePlan, TypedArray } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { StringColumn } from '../tensor/string_column';
-import { Tensor } from '../tensor/tensor';
+import { tensor, Tensor } from '../tensor/tensor';
 import type { Optimizer } from '../train/optimizer';
 import { CompileOptions, compileGraph, CompiledGraph } from './compile';
-import { Graph, Node, SymbolicTensor } from './graph';
+import { Feed, Graph, Node, SymbolicTensor } from './graph';
+import { STEP_FLAG_COUNT } from './ops/exchange';
 
 export interface PreparedBatch {
   batchSize: number;
@@ -19,6 +29,22 @@ export interface StepResult {
   /** Time the native call spent running the step (not waiting in the queue). */
   nativeMs: number;
   batchSize: number;
+  /** Under a job: what the ranks agreed in the step's first exchange. */
+  agreed?: Required<StepRequests>;
+}
+
+/** What this rank asks of every rank in a step's first exchange. */
+export interface StepRequests {
+  evaluate?: boolean;
+  stop?: boolean;
+  save?: boolean;
+}
+
+/** The step's first exchange under a job (lib/graph/ops/exchange.ts stepSync). */
+export interface StepSyncSpec {
+  feed: Feed;
+  agreed: SymbolicTensor;
+  rank: number;
 }
 
 /** Rows in a raw batch: the labels' length, else the first feature's. */
@@ -47,10 +73,19 @@ export function batchRows(batch: Batch): number {
 export class CompiledStep {
   readonly compiled: CompiledGraph;
   private readonly plan: NativePlan;
+  /** Where the step's flags go among the feeds (-1: not under a job). */
+  private readonly flagsFeed: number;
 
-  constructor(graph: Graph, fetches: SymbolicTensor[], effects: Node[] = [], options: CompileOptions = {}) {
-    this.compiled = compileGraph(graph, fetches, effects, options);
+  constructor(graph: Graph, fetches: SymbolicTensor[], effects: Node[] = [], options: CompileOptions = {}, private readonly sync?: StepSyncSpec) {
+    this.compiled = compileGraph(graph, sync ? [...fetches, sync.agreed] : fetches, effects, options);
+    this.flagsFeed = sync ? this.compiled.feeds.indexOf(sync.feed) : -1;
+    if (sync && this.flagsFeed < 0) throw new Error('compile: the step exchange of flags is not among the plan\'s feeds');
     this.plan = native.planCreate(this.compiled.spec, this.compiled.params);
+  }
+
+  /** Whether the step exchanges with other ranks (it was built under a job of several). */
+  get inJob(): boolean {
+    return this.sync !== undefined;
   }
 
   /** The feeds of `batch`: each feature column's transform, natively, over whole columns. */
@@ -61,11 +96,39 @@ export class CompiledStep {
   }
 
   /** One native call: the whole step. Optimizers' per-step state advances when it succeeds. */
-  async run(prepared: PreparedBatch): Promise<StepResult> {
+  async run(prepared: PreparedBatch, requests: StepRequests = {}): Promise<StepResult> {
     const optimizers = this.compiled.optimizers as Optimizer[];
     const hypers = optimizers.map((o) => o.stepHyper());
-    const result = await native.planRun(this.plan, prepared.batchSize, prepared.feeds, hypers, this.compiled.fetch);
+    let feeds = prepared.feeds;
+    if (this.flagsFeed >= 0) {
+      feeds = feeds.slice();
+      feeds[this.flagsFeed] = Int32Array.from([0, requests.evaluate ? 1 : 0, requests.stop ? 1 : 0, requests.save ? 1 : 0]);
+    }
+    const result = await native.planRun(this.plan, prepared.batchSize, feeds, hypers, this.compiled.fetch);
     optimizers.forEach((o) => o.afterStep());
-    return { ...result, batchSize: prepared.batchSize };
+    if (this.flagsFeed < 0) return { ...result, batchSize: prepared.batchSize };
+    const outputs = result.outputs.slice();
+    const agreed = outputs.pop() as Int32Array;
+    return { outputs, nativeMs: result.nativeMs, batchSize: prepared.batchSize, agreed: { evaluate: agreed[1] !== 0, stop: agreed[2] !== 0, save: agreed[3] !== 0 } };
+  }
+
+  /**
+   * Under a job, instead of a run: this rank's input ended. The other ranks' runs of this
+   * step fail with HB_ERR_PEER_STOPPED before they change anything, so every rank stops
+   * at the same step.
+   */
+  async announceStop(): Promise<void> {
+    if (!this.sync) return;
+    const flags = new Int32Array(STEP_FLAG_COUNT);
+    flags[0] = this.sync.rank + 1;
+    await allreduce(tensor(flags, [STEP_FLAG_COUNT], 'int32', { device: 'cpu' }), { op: 'max' });
+  }
+
+  /**
+   * Under a job, instead of a run: this rank cannot run the step (its batch failed to
+   * prepare). The other ranks' runs fail with `why` instead of waiting for it.
+   */
+  tellPeersOfFailure(why: string): void {
+    if (this.sync) native.planTellPeersOfFailure(this.plan, why);
   }
 }

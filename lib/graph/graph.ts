@@ -116,6 +116,12 @@ export interface Feed {
   build(batch: Batch): Promise<Float32Array | BigInt64Array | Int32Array> | Float32Array | BigInt64Array | Int32Array;
 }
 
+/** The ranks a graph's step runs on: its exchanges are compiled for this world. */
+export interface GraphWorld {
+  readonly size: number;
+  readonly rank: number;
+}
+
 export class Graph {
   readonly nodes: Node[] = [];
   readonly feeds: Feed[] = [];
@@ -124,11 +130,15 @@ export class Graph {
   private readonly usedNames = new Map<string, number>();
   private readonly variableNodes = new Map<Variable, SymbolicTensor>();
 
-  /** `device`: where the compiled plan runs, and where the graph's own variables, constants and metric state are made. */
+  /**
+   * `device`: where the compiled plan runs, and where the graph's own variables, constants
+   * and metric state are made. `world`: the job it runs in (default: one process).
+   */
   constructor(
     readonly store: VariableStore,
     readonly mode: string,
     readonly device: string,
+    readonly world: GraphWorld = { size: 1, rank: 0 },
   ) {}
 
   /** A unique node name: `base`, then `base_1`, ... as TF names ops and layers. */

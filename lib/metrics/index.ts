@@ -88,7 +88,7 @@ export function auc(labels: MetricInput, predictions: MetricInput, options: AucO
     const inputs = [aligned(labels, predictions, name), predictions, constant(graph, thresholds, [numThresholds], `${name}/thresholds`)];
     if (options.weights !== undefined) inputs.push(symbolicWeights(options.weights, name));
     const node = metricAccumulate('auc_accumulate', inputs, accumulators, graph.uniqueName(name));
-    return new MetricOp(name, [node], accumulators, formula);
+    return new MetricOp(name, [node], accumulators, formula, graph.world.size);
   }
   return (async () => {
     const l = await concreteFloat32(labels, `${name}: labels`);
@@ -117,7 +117,7 @@ export function mean(values: MetricInput, options: { weights?: MetricInput; name
     const inputs = [values];
     if (options.weights !== undefined) inputs.push(aligned(symbolicWeights(options.weights, name), values, name));
     const node = metricAccumulate('mean_accumulate', inputs, accumulators, values.graph.uniqueName(name));
-    return new MetricOp(name, [node], accumulators, meanFormula);
+    return new MetricOp(name, [node], accumulators, meanFormula, values.graph.world.size);
   }
   return (async () => {
     const inputs = [await concreteFloat32(values, `${name}: values`)];

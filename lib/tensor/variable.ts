@@ -21,6 +21,12 @@ export interface VariableOptions {
    * variable store names its variables itself (the checkpoint's names).
    */
   exactName?: boolean;
+  /**
+   * @internal This variable is the shard of a [rows, dim] table held by one rank: local
+   * row j is the table's row j * stride + offset, and an initializer gives it that row's
+   * values (the table is the same at any world size).
+   */
+  shardOf?: { rows: number; stride: number; offset: number };
 }
 
 /**
@@ -29,6 +35,8 @@ export interface VariableOptions {
  */
 export interface SlotOwner {
   createSlot(name: string, initialValue: number, perRow: boolean): Variable;
+  /** How the rows are spread over the ranks of a job (an embedding table's placement). */
+  readonly placement?: { kind: 'local' | 'sharded' | 'replicated' };
 }
 
 export type VariableInitialValue = Initializer | Tensor | TypedArray | number[] | number[][];
@@ -94,8 +102,11 @@ export function variable(initialValue: VariableInitialValue, options: VariableOp
     if (options.dtype !== undefined && options.dtype !== 'float32') {
       throw new TypeError(`variable(${name}): initializers make float32 values, not ${options.dtype}`);
     }
-    const spec = initialValue.fillSpec(options.shape);
-    handle = native.tensorFill(options.shape, device, spec.seed === undefined && spec.kind !== 'constant' ? { ...spec, seed: seedFor(name) } : spec);
+    const shard = options.shardOf;
+    // Fan-based initializers see the whole table's shape, not the shard's.
+    const spec = initialValue.fillSpec(shard ? [shard.rows, ...options.shape.slice(1)] : options.shape);
+    const seeded = spec.seed === undefined && spec.kind !== 'constant' ? { ...spec, seed: seedFor(name) } : spec;
+    handle = native.tensorFill(options.shape, device, shard ? { ...seeded, rowStride: shard.stride, rowOffset: shard.offset } : seeded);
   } else if (initialValue instanceof Tensor) {
     if (options.shape && options.shape.join() !== initialValue.shape.join()) {
       throw new RangeError(`variable(${name}): options.shape [${options.shape}] differs from the tensor's [${initialValue.shape}]`);

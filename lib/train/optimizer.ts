@@ -8,6 +8,7 @@ import { Variable, variable } from '../tensor/variable';
 import { gradients } from '../graph/autodiff';
 import { SymbolicTensor, VariableStore } from '../graph/graph';
 import { denseApply, sparseApply } from '../graph/ops/apply_gradients';
+import { dataParallelGradients } from './data_parallel';
 import { TrainOp } from './train_op';
 
 export interface SlotSpec {
@@ -101,8 +102,10 @@ export abstract class Optimizer {
    */
   minimize(loss: SymbolicTensor, options: { varList?: Variable[]; globalStep?: unknown; name?: string } = {}): TrainOp {
     if (!(loss instanceof SymbolicTensor)) throw new TypeError('minimize: loss must be a symbolic tensor (inside a modelFn)');
-    const grads = gradients(loss, options.varList);
-    if (grads.length === 0) throw new Error('minimize: the loss depends on no trainable variable');
+    const local = gradients(loss, options.varList);
+    if (local.length === 0) throw new Error('minimize: the loss depends on no trainable variable');
+    // Under a job of several ranks: this rank's gradients combined with the others'.
+    const grads = dataParallelGradients(local, loss.graph.world, options.name ?? this.name);
     const store = loss.graph.store;
     const nodes = grads.map((g) => {
       const target = { variable: g.variable, slots: this.slotVariables(g.variable, store), optimizer: this };

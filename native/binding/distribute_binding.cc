@@ -17,6 +17,7 @@
 #include "native/core/status.h"
 #include "native/distribute/collectives.h"
 #include "native/distribute/process_group.h"
+#include "native/distribute/world.h"
 
 namespace hb {
 namespace binding {
@@ -26,9 +27,9 @@ namespace {
 using distribute::CollectiveKind;
 using distribute::ProcessGroup;
 
+// The group itself is in native/distribute/world.h, where compiled steps find it too.
 struct World {
   std::mutex mutex;
-  std::shared_ptr<ProcessGroup> group;
   bool starting = false;
   bool stopping = false;  // a shutdown is queued: no new group until it has run
   Device queueDevice;  // the device the group's queue thread is bound to
@@ -40,10 +41,9 @@ World& world() {
 }
 
 std::shared_ptr<ProcessGroup> currentGroup(const char* what) {
-  World& w = world();
-  std::lock_guard<std::mutex> lock(w.mutex);
-  HB_CHECK(w.group != nullptr, what, ": hb.distribute.init() has not been called (or shutdown() was)");
-  return w.group;
+  std::shared_ptr<ProcessGroup> group = distribute::worldGroup();
+  HB_CHECK(group != nullptr, what, ": hb.distribute.init() has not been called (or shutdown() was)");
+  return group;
 }
 
 Device queueDevice() {
@@ -80,7 +80,7 @@ Napi::Value distInit(const Napi::CallbackInfo& info) {
   {
     World& w = world();
     std::lock_guard<std::mutex> lock(w.mutex);
-    HB_CHECK(w.group == nullptr && !w.starting, "distribute.init: already initialized in this process; call shutdown() first");
+    HB_CHECK(distribute::worldGroup() == nullptr && !w.starting, "distribute.init: already initialized in this process; call shutdown() first");
     HB_CHECK(!w.stopping, "distribute.init: the previous group's shutdown() has not finished; await it first");
     w.starting = true;
     w.queueDevice = bindTo;
@@ -97,7 +97,7 @@ Napi::Value distInit(const Napi::CallbackInfo& info) {
           throw;
         }
         std::lock_guard<std::mutex> lock(w.mutex);
-        w.group = group;
+        distribute::setWorldGroup(group);
         w.starting = false;
       },
       [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
@@ -113,7 +113,7 @@ Napi::Value distShutdown(const Napi::CallbackInfo& info) {
   {
     World& w = world();
     std::lock_guard<std::mutex> lock(w.mutex);
-    group->swap(w.group);
+    *group = distribute::takeWorldGroup();
     device = w.queueDevice;
     if (*group) w.stopping = true;
   }

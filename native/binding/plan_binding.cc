@@ -10,6 +10,7 @@
 #include "native/binding/kernel_attrs.h"
 #include "native/binding/optimizer_arguments.h"
 #include "native/binding/tensor_handle.h"
+#include "native/core/executor.h"
 #include "native/core/status.h"
 #include "native/exec/plan.h"
 
@@ -176,7 +177,14 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
   Napi::Array feedList = info[2].As<Napi::Array>();
   std::vector<Tensor> feeds;
   for (uint32_t i = 0; i < feedList.Length(); ++i) feeds.push_back(copyTypedArray(feedList.Get(i), "planRun: feeds[i]"));
-  plan->checkFeeds(int64_t(batch), feeds);
+  try {
+    plan->checkFeeds(int64_t(batch), feeds);
+  } catch (const std::exception& e) {
+    // The other ranks will wait in this step's first exchange: tell them there.
+    const std::string why = e.what();
+    submitToDevice(plan->device(), [plan, why] { plan->tellPeersOfFailure(0, why); });
+    throw;
+  }
   auto result = std::make_shared<Plan::RunResult>();
   return schedule(env, plan->device(), makeTask(
       [plan, feeds, hypers, fetch, batch, result] { *result = plan->run(int64_t(batch), feeds, hypers, fetch); },
@@ -190,11 +198,22 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
       }));
 }
 
+// planTellPeersOfFailure(plan, why): this rank will not run the step it was preparing
+// (its batch failed before planRun); the other ranks, waiting in the step's first
+// exchange, fail with `why` instead of waiting for the timeout.
+Napi::Value planTellPeersOfFailure(const Napi::CallbackInfo& info) {
+  PlanRef plan = unwrapPlan(info[0]);
+  const std::string why = stringArgument(info[1], "planTellPeersOfFailure: why");
+  submitToDevice(plan->device(), [plan, why] { plan->tellPeersOfFailure(0, why); });
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void exportPlan(Napi::Env env, Napi::Object exports) {
   exports.Set("planCreate", Napi::Function::New(env, guarded<planCreate>, "planCreate"));
   exports.Set("planRun", Napi::Function::New(env, guarded<planRun>, "planRun"));
+  exports.Set("planTellPeersOfFailure", Napi::Function::New(env, guarded<planTellPeersOfFailure>, "planTellPeersOfFailure"));
 }
 
 }  // namespace binding

@@ -97,6 +97,18 @@ Napi::Value tensorFill(const Napi::CallbackInfo& info) {
   HB_CHECK(seed >= 0 && seed < 9007199254740992.0 && std::floor(seed) == seed,
            "initializer: seed must be an integer in [0, 2^53), got ", seed);
   fill.seed = uint64_t(seed);
+  // A shard of a table: { rowStride, rowOffset } (native/kernels/random_fill.h).
+  const Napi::Value stride = spec.Get("rowStride");
+  if (!stride.IsUndefined()) {
+    const double s = numberArgument(stride, "initializer.rowStride");
+    const double o = numberArgument(spec.Get("rowOffset"), "initializer.rowOffset");
+    HB_CHECK(shape.size() == 2, "initializer: rowStride is for [rows, dim] tables, the shape has rank ", shape.size());
+    HB_CHECK(std::floor(s) == s && s >= 1 && s < 1048576.0 && std::floor(o) == o && o >= 0 && o < s,
+             "initializer: rowStride must be an integer in [1, 2^20) and rowOffset in [0, rowStride), got ", s, " and ", o);
+    fill.rowWidth = uint64_t(shape[1]);
+    fill.rowStride = uint64_t(s);
+    fill.rowOffset = uint64_t(o);
+  }
   Tensor tensor{nullptr, DType::Float32, shape};
   shapeSize(shape, "shape");
   tensor.buffer = Buffer::allocate(device, tensor.bytes());

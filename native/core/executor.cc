@@ -14,6 +14,10 @@ namespace hb {
 
 namespace {
 
+// The executor whose thread this is (nullptr on other threads): work it asks to run on
+// itself and wait for runs inline instead of waiting behind itself for ever.
+thread_local const void* currentExecutor = nullptr;
+
 class Executor {
  public:
   Executor(const std::string& name, Device device) : name_(name), thread_([this, device] { loop(device); }) {
@@ -29,8 +33,11 @@ class Executor {
     wake_.notify_one();
   }
 
+  bool isCurrentThread() const { return currentExecutor == this; }
+
  private:
   void loop(Device device) {
+    currentExecutor = this;
     if (device.isCuda()) cuda::bindThreadToDevice(device.index);
     // The host executor empties the host block cache once it has had nothing to do for
     // a while: the cache is for back-to-back steps, not for a process that has finished.
@@ -88,6 +95,12 @@ void submitToQueue(const std::string& queue, Device device, std::function<void()
 }
 
 void runOnDeviceAndWait(Device device, const std::function<void()>& work) {
+  // A compiled step's collective on a GPU's own thread stages through this: run it
+  // here, where it would have run anyway, in order.
+  if (executorFor(device).isCurrentThread()) {
+    work();
+    return;
+  }
   std::promise<void> done;
   std::future<void> finished = done.get_future();
   submitToDevice(device, [&work, &done] {

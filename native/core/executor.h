@@ -20,7 +20,7 @@ void submitToQueue(const std::string& queue, Device device, std::function<void()
 
 // Runs `work` on the device's executor after everything queued there before, and
 // returns when it has run, rethrowing what it threw. For another queue's thread that
-// needs a device's buffers (never for the device's own thread: it would wait forever).
+// needs a device's buffers; called on the device's own thread, it runs `work` at once.
 void runOnDeviceAndWait(Device device, const std::function<void()>& work);
 
 // Ready once everything queued on `device` so far has run. A task on another device

@@ -16,6 +16,7 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::Unimplemented: return "HB_ERR_UNIMPLEMENTED";
     case ErrorCode::Communication: return "HB_ERR_COMM";
     case ErrorCode::Timeout: return "HB_ERR_TIMEOUT";
+    case ErrorCode::PeerStopped: return "HB_ERR_PEER_STOPPED";
     case ErrorCode::Internal: return "HB_ERR_INTERNAL";
   }
   return "HB_ERR_INTERNAL";

@@ -23,6 +23,7 @@ enum class ErrorCode {
   Unimplemented,
   Communication,    // a peer process has gone, or ranks disagree about a collective
   Timeout,          // a peer did not answer within the communication timeout
+  PeerStopped,      // a compiled step did not run: another rank's input ended (or it stopped)
   Internal,         // a bug in hb-ts
 };
 

@@ -167,6 +167,7 @@ bool isLocal(const ProcessGroup& group) { return group.backend() == "local"; }
 template <typename Body>
 auto run(ProcessGroup& group, CollectiveKind kind, Body body) -> decltype(body(uint64_t(0))) {
   const char* name = collectiveName(kind);
+  std::lock_guard<std::mutex> exclusive(group.exchangeMutex());
   const uint64_t sequence = group.beginCollective(name);
   const auto started = Clock::now();
   try {

@@ -65,6 +65,10 @@ class ProcessGroup {
   // After which every collective fails with `why`.
   void markBroken(const std::string& why);
 
+  // Held for the whole of each collective: hb.distribute's run on the group's queue and
+  // a compiled step's on its device's thread, and they must not interleave on the wire.
+  std::mutex& exchangeMutex() { return exchangeMutex_; }
+
   // Waits (up to the timeout) until every live rank has called shutdown, then closes
   // the communicator and, on rank 0, the store. Collectives after it fail.
   void shutdown();
@@ -79,6 +83,7 @@ class ProcessGroup {
   std::unique_ptr<TcpStoreClient> store_;
   std::unique_ptr<Communicator> communicator_;
   std::mutex mutex_;
+  std::mutex exchangeMutex_;
   uint64_t sequence_ = 0;
   std::string broken_;  // why the group cannot be used any more
 };

@@ -16,7 +16,7 @@ namespace hb {
 
 // Bumped whenever the plan format or a kernel's description changes in a way older
 // TypeScript would get wrong; lib/native.ts refuses an addon with another version.
-constexpr int kKernelRegistryVersion = 2;
+constexpr int kKernelRegistryVersion = 3;
 
 enum class KernelPlacement {
   Device,  // all tensors on one device; the kernel has a CPU loop and a CUDA path
@@ -54,6 +54,9 @@ struct KernelDef {
   int repeatOutputsFrom = -1;
   std::vector<AttrDef> attrs;
   bool stateful = false;  // writes variables: ordered after every read of them
+  // A distribute::CollectiveKind (0: none): the step exchanges with the other ranks, so
+  // a rank whose step fails before it tells them there (native/exec/plan.cc).
+  int collective = 0;
 
   KernelDef(std::string name, KernelFn fn, KernelPlacement placement)
       : name(std::move(name)), fn(fn), placement(placement) {}
@@ -98,6 +101,7 @@ struct KernelDef {
   }
   KernelDef& optimizer() { return attr("optimizer", AttrDef::Kind::OptimizerIndex, {}, true, 0); }
   KernelDef& writesVariables() { stateful = true; return *this; }
+  KernelDef& exchanges(int kind) { collective = kind; return *this; }
 
  private:
   KernelDef& attr(std::string n, AttrDef::Kind kind, std::vector<std::string> values, bool required, double fallback) {

@@ -5,6 +5,8 @@
 
 #include "cuda/dense_kernels.h"
 #include "native/core/status.h"
+#include "native/distribute/collectives.h"
+#include "native/distribute/world.h"
 
 namespace hb {
 
@@ -193,6 +195,21 @@ void Plan::validate() {
   optimizerCount_ = optimizers;
 }
 
+void Plan::tellPeersOfFailure(size_t firstStep, const std::string& why) const {
+  for (size_t at = firstStep; at < steps_.size(); ++at) {
+    const int kind = steps_[at].kernel->collective;
+    if (kind == 0) continue;
+    std::shared_ptr<distribute::ProcessGroup> group = distribute::worldGroup();
+    if (!group || group->worldSize() == 1) return;
+    try {
+      distribute::announceFailure(*group, distribute::CollectiveKind(kind), why);
+    } catch (const std::exception&) {
+      // The error this rank reports is its own, thrown by the caller.
+    }
+    return;
+  }
+}
+
 std::vector<int64_t> Plan::resolve(const std::vector<int64_t>& shape, int64_t batch) const {
   std::vector<int64_t> out(shape);
   for (int64_t& d : out) if (d == kBatchDim) d = batch;
@@ -272,66 +289,75 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     return copy;
   };
 
-  for (const PlanStep& s : steps_) {
-    const KernelDef& k = *s.kernel;
-    KernelArgs args;
-    args.name = s.name;
-    args.attrs = s.attrs;
-    args.listAttrs = s.listAttrs;
-    args.step = &context;
-    args.outputDevice = device_;
-    for (size_t i = 0; i < s.inputs.size(); ++i) {
-      const int id = s.inputs[i];
-      if (id < 0) {
-        args.in.push_back(Tensor{});
-        continue;
-      }
-      switch (k.placement) {
-        case KernelPlacement::Device: args.in.push_back(placed(id, device_)); break;
-        case KernelPlacement::Host: args.in.push_back(placed(id, Device::cpu())); break;
-        case KernelPlacement::Any:
-          args.in.push_back(tensorDefAt(k.inputs, k.repeatInputsFrom, i)->host ? placed(id, Device::cpu()) : valueAt(id));
-          break;
-      }
-    }
-    args.outputCache.assign(s.outputs.size(), nullptr);
-    args.outputAbsent.assign(s.outputs.size(), false);
-    for (size_t o = 0; o < s.outputs.size(); ++o) {
-      const int id = s.outputs[o];
-      if (id < 0) {
-        args.out.push_back(Tensor{});
-        args.outputAbsent[o] = true;
-      } else if (values_[id].kind == PlanValue::Kind::Dynamic && values_[id].index < 0) {
-        args.out.push_back(Tensor{nullptr, values_[id].dtype, {}});
-        args.outputCache[o] = &dynamic_[id];
-      } else if (values_[id].kind == PlanValue::Kind::Dynamic) {
-        // Its dynamic dims are another value's in this run (an elementwise op over unique rows).
-        const std::vector<int64_t>& like = valueAt(values_[id].index).shape;
-        std::vector<int64_t> shape = resolve(values_[id].shape, batch);
-        HB_CHECK_CODE(like.size() == shape.size(), Shape, s.name, ": value ", id, " is sized like a value of rank ",
-                      like.size());
-        for (size_t d = 0; d < shape.size(); ++d) {
-          if (values_[id].shape[d] == kDynamicDim) shape[d] = like[d];
+  for (size_t at = 0; at < steps_.size(); ++at) {
+    const PlanStep& s = steps_[at];
+    try {
+      const KernelDef& k = *s.kernel;
+      KernelArgs args;
+      args.name = s.name;
+      args.attrs = s.attrs;
+      args.listAttrs = s.listAttrs;
+      args.step = &context;
+      args.outputDevice = device_;
+      for (size_t i = 0; i < s.inputs.size(); ++i) {
+        const int id = s.inputs[i];
+        if (id < 0) {
+          args.in.push_back(Tensor{});
+          continue;
         }
-        const size_t bytes = size_t(shapeSize(shape, "plan value")) * dtypeSize(values_[id].dtype);
-        std::shared_ptr<Buffer>& cached = dynamic_[id];
-        if (!cached || cached->bytes() < bytes) cached = Buffer::allocate(device_, std::max<size_t>(bytes, 1));
-        bound[id] = Tensor{cached, values_[id].dtype, shape};
-        args.out.push_back(bound[id]);
-      } else {
-        args.out.push_back(valueAt(id));
+        switch (k.placement) {
+          case KernelPlacement::Device: args.in.push_back(placed(id, device_)); break;
+          case KernelPlacement::Host: args.in.push_back(placed(id, Device::cpu())); break;
+          case KernelPlacement::Any:
+            args.in.push_back(tensorDefAt(k.inputs, k.repeatInputsFrom, i)->host ? placed(id, Device::cpu()) : valueAt(id));
+            break;
+        }
       }
-    }
-    runKernel(k, args);
-    for (size_t o = 0; o < s.outputs.size(); ++o) {
-      const int id = s.outputs[o];
-      if (id < 0) continue;
-      HB_CHECK_CODE(args.out[o].buffer != nullptr, Internal, s.name, ": kernel ", k.name, " did not size output ", o);
-      if (values_[id].kind == PlanValue::Kind::Dynamic) bound[id] = args.out[o];
-      onHost[id] = Tensor{};
-      onPlanDevice[id] = Tensor{};
+      args.outputCache.assign(s.outputs.size(), nullptr);
+      args.outputAbsent.assign(s.outputs.size(), false);
+      for (size_t o = 0; o < s.outputs.size(); ++o) {
+        const int id = s.outputs[o];
+        if (id < 0) {
+          args.out.push_back(Tensor{});
+          args.outputAbsent[o] = true;
+        } else if (values_[id].kind == PlanValue::Kind::Dynamic && values_[id].index < 0) {
+          args.out.push_back(Tensor{nullptr, values_[id].dtype, {}});
+          args.outputCache[o] = &dynamic_[id];
+        } else if (values_[id].kind == PlanValue::Kind::Dynamic) {
+          // Its dynamic dims are another value's in this run (an elementwise op over unique rows).
+          const std::vector<int64_t>& like = valueAt(values_[id].index).shape;
+          std::vector<int64_t> shape = resolve(values_[id].shape, batch);
+          HB_CHECK_CODE(like.size() == shape.size(), Shape, s.name, ": value ", id, " is sized like a value of rank ",
+                        like.size());
+          for (size_t d = 0; d < shape.size(); ++d) {
+            if (values_[id].shape[d] == kDynamicDim) shape[d] = like[d];
+          }
+          const size_t bytes = size_t(shapeSize(shape, "plan value")) * dtypeSize(values_[id].dtype);
+          std::shared_ptr<Buffer>& cached = dynamic_[id];
+          if (!cached || cached->bytes() < bytes) cached = Buffer::allocate(device_, std::max<size_t>(bytes, 1));
+          bound[id] = Tensor{cached, values_[id].dtype, shape};
+          args.out.push_back(bound[id]);
+        } else {
+          args.out.push_back(valueAt(id));
+        }
+      }
+      runKernel(k, args);
+      for (size_t o = 0; o < s.outputs.size(); ++o) {
+        const int id = s.outputs[o];
+        if (id < 0) continue;
+        HB_CHECK_CODE(args.out[o].buffer != nullptr, Internal, s.name, ": kernel ", k.name, " did not size output ", o);
+        if (values_[id].kind == PlanValue::Kind::Dynamic) bound[id] = args.out[o];
+        onHost[id] = Tensor{};
+        onPlanDevice[id] = Tensor{};
+      }
+    } catch (const std::exception& e) {
+      // A collective kernel settles its own failures with its peers; any other step
+      // tells them in the next exchange they will wait in.
+      if (s.kernel->collective == 0) tellPeersOfFailure(at + 1, s.name + ": " + e.what());
+      throw;
     }
   }
+
   RunResult result;
   for (int id : fetch) result.fetched.push_back(copyTensor(valueAt(id), Device::cpu()));
   // A kernel's failure shows in this step, not in a later one.

@@ -78,6 +78,11 @@ class Plan {
   RunResult run(int64_t batch, const std::vector<Tensor>& feeds, const std::vector<OptimizerHyper>& hypers,
                 const std::vector<int>& fetch);
 
+  // When this rank's run fails before step `firstStep`: joins the plan's next exchange
+  // from there with the reason, so the other ranks, waiting in it, fail with it too
+  // (nothing to do in a world of one, or for a plan without exchanges).
+  void tellPeersOfFailure(size_t firstStep, const std::string& why) const;
+
   const std::vector<PlanValue>& values() const { return values_; }
   Device device() const { return device_; }
   size_t optimizerCount() const { return optimizerCount_; }

@@ -24,7 +24,20 @@ struct FillSpec {
   float mean = 0.0f;  // TruncatedNormal
   float stddev = 1.0f;
   uint64_t seed = 0;
+  // A shard of a [rows, rowWidth] table (rowWidth > 0): local row j is the table's row
+  // j * rowStride + rowOffset, and takes that row's values, so a table split over W
+  // ranks holds the same numbers as the whole table made in one process.
+  uint64_t rowWidth = 0;
+  uint64_t rowStride = 1;
+  uint64_t rowOffset = 0;
 };
+
+// The index in the whole table of element `index` of the tensor being filled.
+HB_HOST_DEVICE uint64_t logicalIndex(const FillSpec& spec, uint64_t index) {
+  if (spec.rowWidth == 0) return index;
+  const uint64_t row = index / spec.rowWidth;
+  return (row * spec.rowStride + spec.rowOffset) * spec.rowWidth + index % spec.rowWidth;
+}
 
 // SplitMix64's finaliser: a bijection that scatters nearby counters.
 HB_HOST_DEVICE uint64_t mixBits64(uint64_t z) {
@@ -40,7 +53,8 @@ HB_HOST_DEVICE float uniformDraw(uint64_t seed, uint64_t index, uint32_t draw) {
   return float(bits >> 40) * (1.0f / 16777216.0f);
 }
 
-HB_HOST_DEVICE float fillValue(const FillSpec& spec, uint64_t index) {
+HB_HOST_DEVICE float fillValue(const FillSpec& spec, uint64_t element) {
+  const uint64_t index = logicalIndex(spec, element);
   switch (spec.kind) {
     case FillKind::Uniform:
       return addRn(spec.minval, mulRn(uniformDraw(spec.seed, index, 0), spec.maxval - spec.minval));

@@ -13,6 +13,7 @@ import './gather_rows';
 import './segment_combine';
 import './partition_by_owner';
 import './restore_order';
+import './exchange';
 import './cast';
 import './embedding_lookup';
 import './lookup_backward_apply';

@@ -1,0 +1,168 @@
+// Sharded embeddings and hybrid-parallel training, over real processes on loopback
+// (hb-ts launch, Gloo): W ranks with batch b each train what one process trains with
+// batch W * b, table by table and slot by slot, for every optimizer family, with
+// sharded, replicated and host-memory tables; the wire dtypes; evaluation over every
+// rank's rows. The worker is test/fixtures/sharded/train_worker.js; every process is
+// bounded in time and killed when the file ends.
+import * as path from 'path';
+import * as hb from '../lib';
+import { cliPath, killAll, repoRoot, runNode } from './support/processes';
+
+const worker = path.join(repoRoot, 'test', 'fixtures', 'sharded', 'train_worker.js');
+const describeGloo = hb.backend().gloo.available ? describe : describe.skip;
+const env = { HB_DEVICE: 'cpu' };
+
+afterAll(() => killAll());
+
+interface VariableDump {
+  shape: number[];
+  placement: 'local' | 'sharded' | 'replicated' | 'dense';
+  values: number[];
+}
+
+interface WorkerResult {
+  rank: number;
+  worldSize: number;
+  globalStep: number;
+  losses: number[];
+  variables: Record<string, VariableDump>;
+  slots: Record<string, number[]>;
+  evaluation?: Record<string, number>;
+  fatal?: boolean;
+  message?: string;
+}
+
+function results(stdout: string): WorkerResult[] {
+  return stdout
+    .split('\n')
+    .filter((l) => l.includes('RESULT '))
+    .map((l) => JSON.parse(l.slice(l.indexOf('RESULT ') + 7)) as WorkerResult)
+    .sort((a, b) => a.rank - b.rank);
+}
+
+/** One process training on the whole global batches of a world of `worldSize`. */
+async function reference(worldSize: number, config: Record<string, unknown>): Promise<WorkerResult> {
+  const run = await runNode([worker, JSON.stringify({ ...config, worldSize })], { env, timeoutMs: 60_000 });
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  return results(run.stdout)[0];
+}
+
+/** A job of `worldSize` ranks started by hb-ts launch. */
+async function job(worldSize: number, config: Record<string, unknown>): Promise<WorkerResult[]> {
+  const run = await runNode([cliPath, 'launch', '--nproc-per-node', String(worldSize), worker, JSON.stringify(config)], { env, timeoutMs: 90_000 });
+  expect(run.stderr).toBe('');
+  const ranks = results(run.stdout);
+  expect(ranks.map((r) => r.fatal ? r.message : r.rank)).toEqual(Array.from({ length: worldSize }, (_, r) => r));
+  expect(run.code).toBe(0);
+  return ranks;
+}
+
+/**
+ * The whole of each variable and slot from the ranks: a sharded one put together (local
+ * row j of rank r is row j * W + r), any other one the same on every rank, bit for bit.
+ */
+function assemble(ranks: WorkerResult[]): Map<string, number[]> {
+  const W = ranks.length;
+  const out = new Map<string, number[]>();
+  const first = ranks[0];
+  const put = (name: string, values: (r: WorkerResult) => number[], sharded: boolean, localRows: (r: WorkerResult) => number) => {
+    if (!sharded) {
+      for (const r of ranks) expect([name, values(r)]).toEqual([name, values(first)]);
+      out.set(name, values(first));
+      return;
+    }
+    const width = values(first).length / localRows(first);
+    const whole: number[] = [];
+    for (const r of ranks) {
+      const v = values(r);
+      for (let j = 0; j < localRows(r); j++) for (let c = 0; c < width; c++) whole[(j * W + r.rank) * width + c] = v[j * width + c];
+    }
+    out.set(name, whole);
+  };
+  for (const [name, v] of Object.entries(first.variables)) {
+    const sharded = v.placement === 'sharded';
+    put(name, (r) => r.variables[name].values, sharded, (r) => r.variables[name].shape[0]);
+    for (const slot of Object.keys(first.slots).filter((s) => s.startsWith(`${name}/`))) {
+      put(slot, (r) => r.slots[slot], sharded, (r) => r.variables[name].shape[0]);
+    }
+  }
+  return out;
+}
+
+/** Equal within 1e-5 relative, where sums are added in another order (1e-7 absolute near zero). */
+function expectClose(actual: number[], expected: number[], what: string): void {
+  expect([what, actual.length]).toEqual([what, expected.length]);
+  const bad = expected.findIndex((e, i) => !(Math.abs(actual[i] - e) <= 1e-5 * Math.max(Math.abs(actual[i]), Math.abs(e)) + 1e-7));
+  if (bad >= 0) throw new Error(`${what}[${bad}]: ${actual[bad]} vs ${expected[bad]} (one process)`);
+}
+
+/** The loss one process would report for each global batch: the mean of the ranks' means. */
+function meanLosses(ranks: WorkerResult[]): number[] {
+  return ranks[0].losses.map((_, s) => ranks.reduce((sum, r) => sum + r.losses[s], 0) / ranks.length);
+}
+
+describeGloo('hybrid-parallel training across processes', () => {
+  const cases: Array<[number, string]> = [];
+  for (const W of [2, 3]) for (const optimizer of ['sgd', 'adagrad', 'adam', 'ftrl']) cases.push([W, optimizer]);
+
+  test.each(cases)('%i ranks with batch b train what one process trains with batch W * b (%s)', async (W, optimizer) => {
+    const config = { optimizer, steps: 20, perRank: 4, maxNorm: optimizer === 'ftrl' ? 0.5 : undefined };
+    const [ref, ranks] = await Promise.all([reference(W, config), job(W, config)]);
+    // Table a (53 rows) and c (41 rows, host memory) are sharded; b (6 rows, at most
+    // hb.scope's batchSize hint of 8) is replicated; the dense layers are replicated.
+    expect(Object.fromEntries(Object.entries(ranks[0].variables).map(([n, v]) => [n, v.placement]))).toEqual({
+      'a_embedding/embedding_weights': 'sharded',
+      'b_embedding/embedding_weights': 'replicated',
+      'c_embedding/embedding_weights': 'sharded',
+      'hidden/kernel': 'dense',
+      'hidden/bias': 'dense',
+      'logits/kernel': 'dense',
+      'logits/bias': 'dense',
+    });
+    // Shards of HybridBackend's sizes: the first rows mod W ranks hold one more row.
+    for (const r of ranks) {
+      expect(r.variables['a_embedding/embedding_weights'].shape).toEqual([Math.floor(53 / W) + (r.rank < 53 % W ? 1 : 0), 4]);
+      expect(r.globalStep).toBe(20);
+    }
+    const whole = assemble(ranks);
+    const expected = new Map<string, number[]>([
+      ...Object.entries(ref.variables).map(([n, v]) => [n, v.values] as [string, number[]]),
+      ...Object.entries(ref.slots),
+    ]);
+    expect([...whole.keys()].sort()).toEqual([...expected.keys()].sort());
+    for (const [name, values] of expected) expectClose(whole.get(name)!, values, name);
+    expectClose(meanLosses(ranks), ref.losses, 'loss');
+    // It trained: the variables moved from their first values.
+    expect(ref.losses.length).toBe(20);
+  }, 120_000);
+
+  test('initial values do not depend on the world size: a seeded table is the same whole or in shards', async () => {
+    const config = { optimizer: 'sgd', steps: 0 };
+    const [ref, ranks] = await Promise.all([reference(3, config), job(3, config)]);
+    const whole = assemble(ranks);
+    for (const [name, v] of Object.entries(ref.variables)) expect([name, whole.get(name)]).toEqual([name, v.values]);
+  }, 120_000);
+
+  test('float16 and bfloat16 on the wire: the loss curve stays within 1e-3 (float16) and 5e-3 (bfloat16) of float32', async () => {
+    const base = { optimizer: 'adagrad', steps: 40 };
+    const [f32, f16, bf16] = await Promise.all(['float32', 'float16', 'bfloat16'].map((wire) => job(2, { ...base, wire })));
+    const curve = meanLosses(f32);
+    const gap = (ranks: WorkerResult[]) => Math.max(...meanLosses(ranks).map((l, s) => Math.abs(l - curve[s])));
+    expect(gap(f16)).toBeLessThan(1e-3);
+    expect(gap(bf16)).toBeLessThan(5e-3);
+    // The wire changed something: rows really went through the narrower type.
+    expect(gap(bf16)).toBeGreaterThan(0);
+  }, 120_000);
+
+  test('evaluation over 2 ranks reports the metrics of one process evaluating all the rows', async () => {
+    const config = { optimizer: 'adagrad', steps: 10, evaluate: 4 };
+    const [ref, ranks] = await Promise.all([reference(2, config), job(2, config)]);
+    for (const r of ranks) {
+      expect(r.evaluation!.auc).toBe(ref.evaluation!.auc);
+      expect(r.evaluation!.mean).toBeCloseTo(ref.evaluation!.mean, 6);
+      expect(r.evaluation!.loss).toBeCloseTo(ref.evaluation!.loss, 6);
+      expect(r.evaluation!.globalStep).toBe(10);
+    }
+  }, 120_000);
+});
