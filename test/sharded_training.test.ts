@@ -4,6 +4,8 @@
 // sharded, replicated and host-memory tables; the wire dtypes; evaluation over every
 // rank's rows. The worker is test/fixtures/sharded/train_worker.js; every process is
 // bounded in time and killed when the file ends.
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import * as hb from '../lib';
 import { cliPath, killAll, repoRoot, runNode } from './support/processes';
@@ -28,6 +30,8 @@ interface WorkerResult {
   variables: Record<string, VariableDump>;
   slots: Record<string, number[]>;
   evaluation?: Record<string, number>;
+  restoredStep: number;
+  logs: string[];
   fatal?: boolean;
   message?: string;
 }
@@ -164,5 +168,99 @@ describeGloo('hybrid-parallel training across processes', () => {
       expect(r.evaluation!.loss).toBeCloseTo(ref.evaluation!.loss, 6);
       expect(r.evaluation!.globalStep).toBe(10);
     }
+  }, 120_000);
+});
+
+describeGloo('checkpoints of a job', () => {
+  const G = 12; // rows per global batch, whatever the world size
+  const one = (config: Record<string, unknown>) => reference(1, { ...config, perRank: G });
+  const ranksOf = (W: number, config: Record<string, unknown>) => job(W, { ...config, perRank: G / W });
+  let dir: string;
+  beforeEach(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-sharded-ckpt-'))));
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const copyOf = (from: string) => {
+    const to = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-sharded-copy-'));
+    fs.cpSync(from, to, { recursive: true });
+    return to;
+  };
+
+  test('written by 2 ranks, one file each and a layout; restored at 1, 2 and 3 ranks the run goes on as the uninterrupted one', async () => {
+    const optimizer = 'adam';
+    const [uninterrupted, first] = await Promise.all([one({ optimizer, steps: 20 }), ranksOf(2, { optimizer, steps: 10, modelDir: dir })]);
+    expect(fs.readdirSync(dir).sort()).toEqual([
+      'checkpoint.json',
+      'model.ckpt-10.shard-0-of-2.safetensors',
+      'model.ckpt-10.shard-1-of-2.safetensors',
+      'model.ckpt-10.sharded.json',
+    ]);
+    const layout = JSON.parse(fs.readFileSync(path.join(dir, 'model.ckpt-10.sharded.json'), 'utf8'));
+    expect(layout).toMatchObject({ format: 'hb-ts-sharded/1', globalStep: 10, worldSize: 2, ownerRule: 'row floormod worldSize' });
+    expect(layout.tensors['a_embedding/embedding_weights']).toEqual({ dtype: 'float32', shape: [53, 4], layout: 'sharded' });
+    expect(layout.tensors['a_embedding/embedding_weights/Adam']).toEqual({ dtype: 'float32', shape: [53, 4], layout: 'sharded' });
+    expect(layout.tensors['b_embedding/embedding_weights']).toEqual({ dtype: 'float32', shape: [6, 3], layout: 'whole' });
+    expect(layout.tensors['hidden/kernel']).toMatchObject({ layout: 'whole' });
+    // One process reads it whole: the tables put together from the shards.
+    const read = await hb.estimator.readCheckpoint(dir);
+    expect({ step: read.globalStep, worldSize: read.worldSize }).toEqual({ step: 10, worldSize: 2 });
+    const trained = assemble(first);
+    for (const name of Object.keys(first[0].variables)) expect([name, Array.from(read.tensors.get(name)!.data as Float32Array)]).toEqual([name, trained.get(name)]);
+    // Slots too, under TF's names (the worker's dumps name them by the optimizer's slot names).
+    expect(read.tensors.get('a_embedding/embedding_weights/Adam_1')!.shape).toEqual([53, 4]);
+    expect(Array.from(read.tensors.get('a_embedding/embedding_weights/Adam_1')!.data as Float32Array)).toEqual(trained.get('a_embedding/embedding_weights/v'));
+
+    for (const W of [1, 2, 3]) {
+      const resumedDir = copyOf(dir);
+      try {
+        const config = { optimizer, steps: 10, firstStep: 10, modelDir: resumedDir };
+        const ranks = W === 1 ? [await one(config)] : await ranksOf(W, config);
+        for (const r of ranks) expect([W, r.restoredStep, r.globalStep]).toEqual([W, 10, 20]);
+        expect(ranks[0].logs[0]).toBe(`restored ${resumedDir}/model.ckpt-10.sharded.json (global step 10)`);
+        expectClose(meanLosses(ranks), uninterrupted.losses.slice(10), `losses resumed at ${W} ranks`);
+        const whole = assemble(ranks);
+        for (const [name, v] of Object.entries(uninterrupted.variables)) expectClose(whole.get(name)!, v.values, `${name} resumed at ${W} ranks`);
+      } finally {
+        fs.rmSync(resumedDir, { recursive: true, force: true });
+      }
+    }
+  }, 180_000);
+
+  test("a one-process checkpoint restores into a job (each rank takes its shard's rows)", async () => {
+    const optimizer = 'adagrad';
+    const [uninterrupted] = await Promise.all([one({ optimizer, steps: 12 }), one({ optimizer, steps: 6, modelDir: dir })]);
+    const ranks = await ranksOf(3, { optimizer, steps: 6, firstStep: 6, modelDir: dir });
+    for (const r of ranks) expect(r.restoredStep).toBe(6);
+    expectClose(meanLosses(ranks), uninterrupted.losses.slice(6), 'losses');
+  }, 120_000);
+
+  test('a truncated or missing shard is refused (logged) and the previous checkpoint loads; an edited layout too', async () => {
+    await ranksOf(2, { optimizer: 'sgd', steps: 10, saveEvery: 5, modelDir: dir });
+    const damage: Array<[string, (file: string) => void, RegExp]> = [
+      ['model.ckpt-10.shard-1-of-2.safetensors', (f) => fs.truncateSync(f, fs.statSync(f).size - 7), /shard 1 of 2 is corrupt/],
+      ['model.ckpt-10.shard-0-of-2.safetensors', (f) => fs.rmSync(f), /shard 0 of 2 \(model\.ckpt-10\.shard-0-of-2\.safetensors\) is missing/],
+      ['model.ckpt-10.sharded.json', (f) => fs.writeFileSync(f, fs.readFileSync(f, 'utf8').replace('"worldSize": 2', '"worldSize": 3')), /its layout lists 2 shards for a world of 3/],
+    ];
+    for (const [file, harm, reason] of damage) {
+      const broken = copyOf(dir);
+      try {
+        harm(path.join(broken, file));
+        const ranks = await ranksOf(2, { optimizer: 'sgd', steps: 1, firstStep: 5, modelDir: broken });
+        for (const r of ranks) expect([file, r.restoredStep]).toEqual([file, 5]);
+        const refused = ranks[0].logs.find((l) => l.includes('was refused'))!;
+        expect(refused).toMatch(/^checkpoint .*model\.ckpt-10\.sharded\.json was refused \(Checkpoint .*model\.ckpt-10\.sharded\.json: /);
+        expect(refused).toMatch(reason);
+        expect(ranks[0].logs).toContain(`restored ${broken}/model.ckpt-5.sharded.json (global step 5)`);
+      } finally {
+        fs.rmSync(broken, { recursive: true, force: true });
+      }
+    }
+  }, 180_000);
+
+  test('ranks started with different models fail at once, naming what differs', async () => {
+    const wire = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ steps: 3, rankOverrides: { 1: { wire: 'float16' } } })], { env, timeoutMs: 60_000 });
+    expect(wire.code).toBe(1);
+    for (const r of results(wire.stdout)) expect(r.message).toBe('training step 1: alltoallv: ranks disagree on the wire dtype: rank 0 has none, rank 1 has float16');
+    const size = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ steps: 3, rankOverrides: { 1: { dimensionA: 5 } } })], { env, timeoutMs: 60_000 });
+    expect(size.code).toBe(1);
+    expect(results(size.stdout)[0].message).toMatch(/^Estimator: variable '.*' differs between the ranks' models: broadcast: ranks disagree on the shape/);
   }, 120_000);
 });

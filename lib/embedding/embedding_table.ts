@@ -9,6 +9,7 @@
 // size). The dynamic hash table plugs in behind the same methods.
 import { currentDevice } from '../backend';
 import { CheckpointHeader, CheckpointTensor, loadTensorRows } from '../io/checkpoint_file';
+import type { CheckpointSource } from '../io/checkpoint_source';
 import { Graph, SymbolicTensor } from '../graph/graph';
 import { LookupCombiner } from '../graph/ops/segment_combine';
 import type { SymbolicRagged } from '../graph/ragged_feed';
@@ -262,6 +263,37 @@ export class EmbeddingTable implements SlotOwner {
       await loadTensorRows(file, header, v.name, v.handle, { rowBegin: fromRow, rowEnd: fromRow + end - begin, targetRowBegin: begin });
     }
     return reads.map(({ v }) => v.name);
+  }
+
+  /** The rows and each slot as a checkpoint describes them: whole (all the table's rows), sharded or not. */
+  describeSaved(): Array<{ name: string; dtype: 'float32'; shape: number[] }> {
+    return [this.variable, ...this.slotVariables.values()].map((v) => ({ name: v.name, dtype: 'float32', shape: [this.spec.rows, ...v.shape.slice(1)] }));
+  }
+
+  /**
+   * Restores the rows and each slot among `only` (all by default) from a checkpoint of
+   * any world size: this rank's shard of them when sharded, else all of them; resolves to
+   * the names read. A slot the checkpoint lacks keeps its value (a new optimizer starts
+   * fresh). Every tensor is checked before any is read, so nothing loads half.
+   */
+  async restoreFrom(source: CheckpointSource, only?: ReadonlySet<string>): Promise<string[]> {
+    const shard = this.isSharded ? { worldSize: this.placement.worldSize, rank: this.placement.rank } : undefined;
+    const reads: Variable[] = [];
+    for (const v of [this.variable, ...this.slotVariables.values()]) {
+      if (only && !only.has(v.name)) continue;
+      const entry = source.entries.get(v.name);
+      if (!entry) {
+        if (v === this.storage) throw new Error(`checkpoint ${source.path} has no '${v.name}'`);
+        continue;
+      }
+      const whole = [this.spec.rows, ...v.shape.slice(1)];
+      if (entry.dtype !== 'float32' || entry.shape.join() !== whole.join()) {
+        throw new Error(`checkpoint ${source.path}: '${v.name}' is ${entry.dtype} [${entry.shape}] but the model's is float32 [${whole}]`);
+      }
+      reads.push(v);
+    }
+    for (const v of reads) await source.read(v.name, v.handle, shard);
+    return reads.map((v) => v.name);
   }
 
   stats(): EmbeddingTableStats {

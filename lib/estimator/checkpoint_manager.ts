@@ -3,18 +3,26 @@
 // a table never passes through the JS heap; the newest checkpoint that verifies and fits
 // the model is the one restored (refused newer ones are logged); keepMax rotates old ones
 // out. A checkpoint that lacks a tensor the model has is refused, never half-restored.
+//
+// Under a job of W ranks each rank writes its own file in parallel (its shards of the
+// sharded tables; rank 0 also every variable each rank holds whole), and rank 0 lists
+// them in a layout once every rank's file is durable (Paddle's "each server saves its own
+// part"). Any checkpoint restores at any world size: tables are described whole and each
+// rank reads the rows it holds (lib/io/checkpoint_source.ts).
+import { allgather, barrier } from '../distribute/collectives';
 import { EmbeddingTable } from '../embedding/embedding_table';
+import { GraphWorld } from '../graph/graph';
 import { Variable } from '../tensor/variable';
-import {
-  CheckpointHeader,
-  CheckpointTensor,
-  latestValidCheckpoint,
-  listCheckpoints,
-  loadTensorRows,
-  saveCheckpoint,
-  ValidCheckpoint,
-  verifyCheckpoint,
-} from '../io/checkpoint_file';
+import { tensor } from '../tensor/tensor';
+import { CheckpointTensor, listCheckpoints, recordShardedCheckpoint, saveCheckpoint, shardFileName, writeCheckpointShard } from '../io/checkpoint_file';
+import { CheckpointSource, latestCheckpointSource, openCheckpoint, OWNER_RULE, SHARDED_FORMAT, ShardedLayout } from '../io/checkpoint_source';
+
+/** A tensor as a checkpoint describes it: whole (a sharded table's logical shape). */
+export interface SavedTensor {
+  name: string;
+  dtype: 'float32';
+  shape: number[];
+}
 
 /** One thing a checkpoint holds: a variable, or a table with its slots. */
 export interface CheckpointItem {
@@ -22,9 +30,14 @@ export interface CheckpointItem {
   readonly names: string[];
   /** Of `names`, the optimizer slots, each with the name of the variable it belongs to. */
   readonly slots: ReadonlyMap<string, string>;
+  /** Saved as each rank's shard (a sharded table) rather than whole by rank 0. */
+  readonly sharded: boolean;
+  /** Its tensors, whole. */
+  describe(): SavedTensor[];
+  /** What this rank writes of it: its shard's rows, or the whole tensors. */
   save(): CheckpointTensor[];
   /** Reads the tensors among `wanted` that the checkpoint has; resolves to the names read. */
-  load(file: string, header: CheckpointHeader, wanted: ReadonlySet<string>): Promise<string[]>;
+  load(source: CheckpointSource, wanted: ReadonlySet<string>): Promise<string[]>;
 }
 
 /** `slotOf`: for an optimizer slot, the name of its variable. */
@@ -32,14 +45,16 @@ export function variableItem(v: Variable, slotOf?: string): CheckpointItem {
   return {
     names: [v.name],
     slots: new Map(slotOf === undefined ? [] : [[v.name, slotOf]]),
+    sharded: false,
+    describe: () => [{ name: v.name, dtype: 'float32', shape: [...v.shape] }],
     save: () => [{ name: v.name, dtype: 'float32', shape: [...v.shape], data: { tensor: v.handle } }],
-    load: async (file, header, wanted) => {
-      const entry = header.entries.get(v.name);
+    load: async (source, wanted) => {
+      const entry = source.entries.get(v.name);
       if (!entry || !wanted.has(v.name)) return [];
       if (entry.shape.join() !== v.shape.join()) {
-        throw new Error(`checkpoint ${file}: '${v.name}' has shape [${entry.shape}] but the model's variable is [${v.shape}]`);
+        throw new Error(`checkpoint ${source.path}: '${v.name}' has shape [${entry.shape}] but the model's variable is [${v.shape}]`);
       }
-      await loadTensorRows(file, header, v.name, v.handle);
+      await source.read(v.name, v.handle);
       return [v.name];
     },
   };
@@ -53,15 +68,25 @@ export function tableItem(table: EmbeddingTable): CheckpointItem {
     get slots() {
       return new Map([...table.slots.keys()].map((slot) => [slot, table.name]));
     },
+    sharded: table.isSharded,
+    describe: () => table.describeSaved(),
     save: () => table.save(),
-    load: async (file, header, wanted) => (header.entries.has(table.name) ? table.load(file, header, undefined, wanted) : []),
+    load: async (source, wanted) => (source.entries.has(table.name) ? table.restoreFrom(source, wanted) : []),
   };
 }
 
-type Skipped = ValidCheckpoint['skipped'];
+/** A checkpoint opened (verified) to restore from, with the newer ones refused on the way. */
+export interface OpenedCheckpoint {
+  path: string;
+  source: CheckpointSource;
+  /** Newer checkpoints that were refused, newest first, with the reason. */
+  skipped: Array<{ path: string; error: string }>;
+}
+
+type Skipped = OpenedCheckpoint['skipped'];
 
 export class CheckpointManager {
-  private chosen?: ValidCheckpoint | null;
+  private chosen?: OpenedCheckpoint | null;
 
   constructor(
     readonly modelDir: string,
@@ -74,11 +99,11 @@ export class CheckpointManager {
    * that one. Throws when it has some and none verifies: starting from scratch would
    * train over what is left of the model.
    */
-  async latest(): Promise<ValidCheckpoint | undefined> {
+  async latest(): Promise<OpenedCheckpoint | undefined> {
     if (this.chosen === undefined) {
-      const found = await latestValidCheckpoint(this.modelDir);
+      const found = await latestCheckpointSource(this.modelDir);
       this.logRefused(found?.skipped ?? []);
-      this.chosen = found ?? null;
+      this.chosen = found ? { path: found.source.path, source: found.source, skipped: found.skipped } : null;
     }
     return this.chosen ?? undefined;
   }
@@ -91,16 +116,16 @@ export class CheckpointManager {
    * none fits, and when the checkpoint lacks tensors the model has: restoring it would
    * leave those at their initial values (a partial restore is not offered).
    */
-  async fitting(items: CheckpointItem[]): Promise<ValidCheckpoint | undefined> {
+  async fitting(items: CheckpointItem[]): Promise<OpenedCheckpoint | undefined> {
     let candidate = await this.latest();
     if (!candidate) return undefined;
-    const expected = items.flatMap((item) => item.save().map(({ name, dtype, shape }) => ({ name, dtype, shape })));
+    const expected = items.flatMap((item) => item.describe());
     const skipped: Skipped = [...candidate.skipped];
     for (;;) {
-      const missing = expected.filter((t) => !candidate!.header.entries.has(t.name)).map((t) => t.name);
+      const missing = expected.filter((t) => !candidate!.source.entries.has(t.name)).map((t) => t.name);
       if (missing.length > 0) throw new Error(missingMessage(candidate, missing, items));
       const misfits = expected.flatMap(({ name, dtype, shape }) => {
-        const entry = candidate!.header.entries.get(name)!;
+        const entry = candidate!.source.entries.get(name)!;
         if (entry.dtype !== dtype) return [`'${name}' is ${entry.dtype} but the model's is ${dtype}`];
         if (entry.shape.join() !== shape.join()) return [`'${name}' has shape [${entry.shape}] but the model's is [${shape}]`];
         return [];
@@ -122,9 +147,9 @@ export class CheckpointManager {
   }
 
   /** Reads the tensors of `items` named in `wanted` from `checkpoint`; resolves to the names read. */
-  async restore(checkpoint: ValidCheckpoint, items: CheckpointItem[], wanted: ReadonlySet<string>): Promise<string[]> {
+  async restore(checkpoint: OpenedCheckpoint, items: CheckpointItem[], wanted: ReadonlySet<string>): Promise<string[]> {
     const read: string[] = [];
-    for (const item of items) read.push(...(await item.load(checkpoint.path, checkpoint.header, wanted)));
+    for (const item of items) read.push(...(await item.load(checkpoint.source, wanted)));
     return read;
   }
 
@@ -135,12 +160,62 @@ export class CheckpointManager {
     return info.path;
   }
 
+  /**
+   * Under a job, on every rank at the same step (collective): writes this rank's file,
+   * learns that every rank's is durable (or which could not write), then rank 0 lists
+   * them in the step's layout; resolves, on every rank, once the checkpoint is complete.
+   */
+  async saveSharded(globalStep: number, items: CheckpointItem[], metadata: Record<string, string>, world: GraphWorld): Promise<string> {
+    const { size: W, rank } = world;
+    const mine = items.filter((item) => item.sharded || rank === 0).flatMap((item) => item.save());
+    let written: { sha256: string; bytes: number } | undefined;
+    let failure: Error | undefined;
+    try {
+      written = await writeCheckpointShard(this.modelDir, globalStep, { rank, worldSize: W }, mine, rank === 0 ? metadata : {});
+    } catch (error) {
+      failure = error as Error;
+    }
+    // Each rank's outcome: ok, then its file's SHA-256 (8 words) and size (2 words).
+    const record = new Int32Array(11);
+    if (written) {
+      record[0] = 1;
+      for (let i = 0; i < 8; i++) record[1 + i] = Number.parseInt(written.sha256.slice(8 * i, 8 * i + 8), 16) | 0;
+      record[9] = Math.floor(written.bytes / 2 ** 32);
+      record[10] = written.bytes % 2 ** 32 | 0;
+    }
+    const all = (await (await allgather(tensor(record, [1, 11], 'int32', { device: 'cpu' }))).data()) as Int32Array;
+    if (failure) throw failure;
+    const failed = Array.from({ length: W }, (_, r) => r).filter((r) => all[r * 11] !== 1);
+    if (failed.length > 0) {
+      throw new Error(`checkpoint at step ${globalStep} was not written: rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} could not write ${failed.length > 1 ? 'their files' : 'its file'} (see ${failed.length > 1 ? 'their' : 'its'} error); the previous checkpoint stays the latest`);
+    }
+    const name = `model.ckpt-${globalStep}.sharded.json`;
+    if (rank === 0) {
+      const layout: ShardedLayout = {
+        format: SHARDED_FORMAT,
+        globalStep,
+        worldSize: W,
+        ownerRule: OWNER_RULE,
+        shards: Array.from({ length: W }, (_, r) => {
+          const words = Array.from(all.subarray(r * 11 + 1, r * 11 + 9), (w) => (w >>> 0).toString(16).padStart(8, '0'));
+          return { file: shardFileName(globalStep, r, W), sha256: words.join(''), bytes: (all[r * 11 + 9] >>> 0) * 2 ** 32 + (all[r * 11 + 10] >>> 0) };
+        }),
+        tensors: Object.fromEntries(items.flatMap((item) => item.describe().map((t) => [t.name, { dtype: t.dtype, shape: t.shape, layout: item.sharded ? 'sharded' : 'whole' }] as const))),
+        metadata,
+      };
+      await recordShardedCheckpoint(this.modelDir, globalStep, JSON.stringify(layout, null, 1) + '\n', this.options.keepMax);
+    }
+    // Complete on every rank before any goes on (a later save, a restore elsewhere).
+    await barrier();
+    return `${this.modelDir}/${name}`;
+  }
+
   /** The newest checkpoint listed before `file` that verifies; those that do not go to `skipped`. */
-  private async olderThan(file: string, skipped: Skipped): Promise<ValidCheckpoint | undefined> {
+  private async olderThan(file: string, skipped: Skipped): Promise<OpenedCheckpoint | undefined> {
     const listed = (await listCheckpoints(this.modelDir)).map((c) => c.path);
     for (let i = listed.indexOf(file) - 1; i >= 0; i--) {
       try {
-        return { path: listed[i], header: await verifyCheckpoint(listed[i]), skipped };
+        return { path: listed[i], source: await openCheckpoint(listed[i]), skipped };
       } catch (err) {
         const refused = { path: listed[i], error: err instanceof Error ? err.message : String(err) };
         skipped.push(refused);
@@ -159,7 +234,7 @@ export class CheckpointManager {
  * What the checkpoint lacks: the model's variables, and apart from them the slots of
  * variables it does have, with the slots it has for those (another optimizer's).
  */
-function missingMessage(checkpoint: ValidCheckpoint, missing: string[], items: CheckpointItem[]): string {
+function missingMessage(checkpoint: OpenedCheckpoint, missing: string[], items: CheckpointItem[]): string {
   const slotOf = new Map(items.flatMap((item) => [...item.slots]));
   const variables = missing.filter((n) => !slotOf.has(n)).sort();
   const lost = new Set(variables);
@@ -171,7 +246,7 @@ function missingMessage(checkpoint: ValidCheckpoint, missing: string[], items: C
     const owners = new Set(slots.map((n) => slotOf.get(n)!));
     const modelNames = new Set(items.flatMap((item) => item.names));
     const expected = [...slotOf].filter(([, owner]) => owners.has(owner)).map(([slot]) => slot).sort();
-    const found = [...checkpoint.header.entries.keys()].filter((n) => !modelNames.has(n) && [...owners].some((o) => n.startsWith(`${o}/`))).sort();
+    const found = [...checkpoint.source.entries.keys()].filter((n) => !modelNames.has(n) && [...owners].some((o) => n.startsWith(`${o}/`))).sort();
     parts.push(
       `lacks optimizer slots: the model's optimizers expect ${listed(expected.map(quote))} but the checkpoint has ${found.length > 0 ? listed(found.map(quote)) : 'none'} ` +
         'for the same variables (it was written with another optimizer, or an optimizer of another name)',

@@ -82,9 +82,6 @@ export class Estimator {
     this.world = { size: job.worldSize, rank: job.rank };
     this.log = this.world.rank === 0 ? this.config.log : () => undefined;
     this.model = new ModelBuilder(this.modelFn, this.params, this.device, this.config.tfRandomSeed, this.world);
-    if (this.modelDir && this.world.size > 1) {
-      throw new Error(`Estimator: checkpoints of a job of ${this.world.size} processes (modelDir) are not written yet: each rank would write over the others'; train without modelDir`);
-    }
     if (this.modelDir) this.checkpoints = new CheckpointManager(this.modelDir, { keepMax: this.config.keepCheckpointMax, log: this.log });
   }
 
@@ -108,7 +105,7 @@ export class Estimator {
       // must look again, not start from step 0 over the model directory.
       const latest = await this.checkpoints?.latest();
       this.stepRestored = true;
-      if (latest) this.restoreFrom(latest.path, latest.header.globalStep);
+      if (latest) this.restoreFrom(latest.path, latest.source.globalStep);
     }
     return this.step;
   }
@@ -149,7 +146,15 @@ export class Estimator {
     const names = [...this.model.store.variables.keys()].filter((n) => !this.shared.has(n)).sort();
     for (const name of names) {
       const v = this.model.store.variables.get(name)!;
-      if (!(v.slotOwner instanceof EmbeddingTable && v.slotOwner.isSharded)) await v.assign(await broadcast(v, { root: 0 }));
+      if (!(v.slotOwner instanceof EmbeddingTable && v.slotOwner.isSharded)) {
+        try {
+          await v.assign(await broadcast(v, { root: 0 }));
+        } catch (error) {
+          // The ranks built different models (other columns, sizes or options).
+          if (error instanceof Error) error.message = `Estimator: variable '${name}' differs between the ranks' models: ${error.message}`;
+          throw error;
+        }
+      }
       this.shared.add(name);
     }
   }
@@ -195,10 +200,10 @@ export class Estimator {
     if (!checkpoint) return;
     // An older checkpoint than the one the step came from: everything comes from it, and
     // maxSteps counts from its step.
-    if (checkpoint.path !== this.restoredFrom) this.restoreFrom(checkpoint.path, checkpoint.header.globalStep);
+    if (checkpoint.path !== this.restoredFrom) this.restoreFrom(checkpoint.path, checkpoint.source.globalStep);
     const wanted = new Set(items.flatMap((i) => i.names).filter((n) => !this.restored.has(n)));
     const read = await this.checkpoints.restore(checkpoint, items, wanted);
-    this.restoreOptimizerState(checkpoint.path, checkpoint.header.metadata.optimizer_state);
+    this.restoreOptimizerState(checkpoint.path, checkpoint.source.metadata.optimizer_state);
     for (const name of read) this.restored.add(name);
   }
 
@@ -239,9 +244,10 @@ export class Estimator {
     if (this.restoredFrom !== undefined && this.restoredStep === this.step) return this.restoredFrom;
     const items = this.checkpointItems();
     if (items.length === 0) throw new Error('saveCheckpoint: nothing to save yet: no model has been built (train, evaluate or predict first)');
-    return this.checkpoints.save(this.step, items, {
-      optimizer_state: JSON.stringify(this.model.optimizers().map((o) => o.scalarState())),
-    });
+    const metadata = { optimizer_state: JSON.stringify(this.model.optimizers().map((o) => o.scalarState())) };
+    // Under a job every rank writes its part at this same step (the loop agreed on it).
+    if (this.world.size > 1) return this.checkpoints.saveSharded(this.step, items, metadata, this.world);
+    return this.checkpoints.save(this.step, items, metadata);
   }
 
   /**

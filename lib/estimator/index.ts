@@ -12,3 +12,5 @@ export type { TrainHook, StepInfo } from './specs';
 export { trainAndEvaluate } from './train_and_evaluate';
 export type { InputFn, Batch } from './input';
 export { saveCheckpoint, loadCheckpoint, loadLatestCheckpoint, listCheckpoints } from '../io/checkpoint_file';
+export { readCheckpoint } from './read_checkpoint';
+export type { LoadedModelCheckpoint } from './read_checkpoint';

@@ -1,6 +1,9 @@
 // Checkpoint files, as the Estimator and embedding tables write and read them: one
 // safetensors file per saved step plus a small JSON manifest (checkpoint.json) naming
-// them, oldest first, the way TensorFlow's `checkpoint` state file does. Every file is written to a temporary name, fsynced and
+// them, oldest first, the way TensorFlow's `checkpoint` state file does. A job of W ranks
+// saves one safetensors file per rank (model.ckpt-<step>.shard-<r>-of-<W>.safetensors)
+// and a layout (model.ckpt-<step>.sharded.json, lib/io/checkpoint_source.ts) that the
+// manifest names once every shard is durable. Every file is written to a temporary name, fsynced and
 // renamed into place, and the manifest changes only after the checkpoint it names is
 // durable, so a crash at any moment leaves either the previous or the new state.
 //
@@ -112,10 +115,13 @@ const RESERVED_METADATA_KEYS = ['global_step', 'sha256', 'format'];
 const MANIFEST = 'checkpoint.json';
 // Exactly the names we write (no leading zeros), so a name and a step map one to one
 // and nothing in a tampered manifest can point outside the model directory.
-const CHECKPOINT_NAME = /^model\.ckpt-(0|[1-9][0-9]*)\.safetensors$/;
-// The temporary names writeAtomically gives the two kinds of file it writes here, and
+const CHECKPOINT_NAME = /^model\.ckpt-(0|[1-9][0-9]*)\.(?:safetensors|sharded\.json)$/;
+// A rank's file of a job's checkpoint: listed only through its step's layout.
+const SHARD_NAME = /^model\.ckpt-(0|[1-9][0-9]*)\.shard-(0|[1-9][0-9]*)-of-([1-9][0-9]*)\.safetensors$/;
+// The temporary names writeAtomically gives the kinds of file it writes here, and
 // nothing else: a stale-file sweep must never touch what another program put in modelDir.
-const TEMP_NAME = /^\.(?:model\.ckpt-(?:0|[1-9][0-9]*)\.safetensors|checkpoint\.json)\.tmp-([1-9][0-9]{0,9})-[0-9a-f]{12}$/;
+const TEMP_NAME =
+  /^\.(?:model\.ckpt-(?:0|[1-9][0-9]*)\.(?:safetensors|sharded\.json|shard-(?:0|[1-9][0-9]*)-of-[1-9][0-9]*\.safetensors)|checkpoint\.json)\.tmp-([1-9][0-9]{0,9})-[0-9a-f]{12}$/;
 // The reference implementation refuses headers above 100 MB; a larger length is a
 // corrupt prefix, and trusting it would mean allocating whatever it says.
 const MAX_HEADER_BYTES = 100_000_000;
@@ -131,6 +137,21 @@ const DIR_FSYNC_UNSUPPORTED = new Set(['EISDIR', 'EINVAL', 'EPERM', 'EBADF', 'EN
 
 export function checkpointFileName(globalStep: number): string {
   return `model.ckpt-${globalStep}.safetensors`;
+}
+
+/** Rank `rank`'s file of the checkpoint a job of `worldSize` ranks saves at `globalStep`. */
+export function shardFileName(globalStep: number, rank: number, worldSize: number): string {
+  return `model.ckpt-${globalStep}.shard-${rank}-of-${worldSize}.safetensors`;
+}
+
+/** The layout of the checkpoint a job saves at `globalStep`: what the manifest lists. */
+export function shardedLayoutName(globalStep: number): string {
+  return `model.ckpt-${globalStep}.sharded.json`;
+}
+
+/** Whether `name` is a layout (a job's checkpoint) rather than a single file. */
+export function isShardedLayoutName(name: string): boolean {
+  return CHECKPOINT_NAME.test(name) && name.endsWith('.sharded.json');
 }
 
 /**
@@ -166,37 +187,95 @@ export async function saveCheckpoint(
     await fsp.mkdir(modelDir, { recursive: true });
     const name = checkpointFileName(globalStep);
     await writeAtomically(modelDir, name, (fh, file) => writeSafetensors(fh, file, layout, globalStep, userMetadata));
-
-    // Saving a step again replaces it, and moves it to the newest place: order is the
-    // order of saving, as with TensorFlow's CheckpointManager, not of step.
-    const previous = (await existingCheckpoints(modelDir)).map((c) => path.basename(c.path));
-    let all = previous.filter((n) => n !== name).concat(name);
-    if (keepMax > 0 && all.length > keepMax) {
-      // A save behind the steps already kept comes from a run that started over or fell
-      // back past refused checkpoints; the later ones may be the only good copies of the
-      // model, so they stay (beyond keepMax) until this run passes them.
-      let excess = all.length - keepMax;
-      const dropped = new Set<string>();
-      for (const n of all) {
-        if (excess === 0) break;
-        if (n === name || stepOf(n) > globalStep) continue;
-        dropped.add(n);
-        excess--;
-      }
-      all = all.filter((n) => !dropped.has(n));
-    }
-    const manifest = JSON.stringify({ latest: name, all }, null, 2) + '\n';
-    await writeAtomically(modelDir, MANIFEST, (fh) => writeAll(fh, Buffer.from(manifest, 'utf8'), 0));
-
-    // Only now, with the manifest no longer naming them, are the old files expendable.
-    for (const old of previous) {
-      if (all.includes(old)) continue;
-      await fsp.rm(path.join(modelDir, old), { force: true });
-    }
-    // After the save, so that every temp a killed save left is older than a complete checkpoint.
-    if (!swept.has(path.resolve(modelDir))) await sweepStaleTemps(modelDir);
+    await recordInManifest(modelDir, name, globalStep, keepMax);
     return { path: path.join(modelDir, name), globalStep };
   });
+}
+
+/**
+ * A rank's file of a job's checkpoint (shardFileName): written like a checkpoint, but not
+ * listed; the layout that lists it comes once every rank's is durable
+ * (recordShardedCheckpoint). Resolves to its path, SHA-256 and size.
+ */
+export async function writeCheckpointShard(
+  modelDir: string,
+  globalStep: number,
+  shard: { rank: number; worldSize: number },
+  tensors: CheckpointTensor[],
+  metadata: Record<string, string> = {},
+): Promise<{ path: string; sha256: string; bytes: number }> {
+  assertLittleEndian();
+  const userMetadata = checkUserMetadata(metadata);
+  const layout = planLayout(tensors);
+  const name = shardFileName(globalStep, shard.rank, shard.worldSize);
+  await fsp.mkdir(modelDir, { recursive: true });
+  await writeAtomically(modelDir, name, (fh, file) => writeSafetensors(fh, file, layout, globalStep, userMetadata));
+  const file = path.join(modelDir, name);
+  const header = await readCheckpointHeader(file);
+  return { path: file, sha256: header.sha256, bytes: (await fsp.stat(file)).size };
+}
+
+/**
+ * Writes a job's checkpoint layout (`text`, the JSON of lib/io/checkpoint_source.ts) and
+ * lists it in the manifest, rotating old checkpoints out as saveCheckpoint does (with
+ * their shards). Called by rank 0 once every shard is durable.
+ */
+export async function recordShardedCheckpoint(modelDir: string, globalStep: number, text: string, keepMax = 0): Promise<CheckpointInfo> {
+  return exclusive(path.resolve(modelDir), async () => {
+    const name = shardedLayoutName(globalStep);
+    await writeAtomically(modelDir, name, (fh) => writeAll(fh, Buffer.from(text, 'utf8'), 0));
+    await recordInManifest(modelDir, name, globalStep, keepMax);
+    return { path: path.join(modelDir, name), globalStep };
+  });
+}
+
+/** Makes `name` (written and durable) the newest checkpoint; rotates beyond keepMax. */
+async function recordInManifest(modelDir: string, name: string, globalStep: number, keepMax: number): Promise<void> {
+  // Saving a step again replaces it, and moves it to the newest place: order is the
+  // order of saving, as with TensorFlow's CheckpointManager, not of step.
+  const previous = (await existingCheckpoints(modelDir)).map((c) => path.basename(c.path));
+  let all = previous.filter((n) => n !== name).concat(name);
+  if (keepMax > 0 && all.length > keepMax) {
+    // A save behind the steps already kept comes from a run that started over or fell
+    // back past refused checkpoints; the later ones may be the only good copies of the
+    // model, so they stay (beyond keepMax) until this run passes them.
+    let excess = all.length - keepMax;
+    const dropped = new Set<string>();
+    for (const n of all) {
+      if (excess === 0) break;
+      if (n === name || stepOf(n) > globalStep) continue;
+      dropped.add(n);
+      excess--;
+    }
+    all = all.filter((n) => !dropped.has(n));
+  }
+  const manifest = JSON.stringify({ latest: name, all }, null, 2) + '\n';
+  await writeAtomically(modelDir, MANIFEST, (fh) => writeAll(fh, Buffer.from(manifest, 'utf8'), 0));
+
+  // Only now, with the manifest no longer naming them, are the old files expendable: a
+  // job's checkpoint goes with its shards (the layout last, so nothing listed loses one).
+  const kept = new Set(all.filter(isShardedLayoutName).map(stepOf));
+  for (const old of previous) {
+    if (all.includes(old)) continue;
+    if (isShardedLayoutName(old) && !kept.has(stepOf(old))) await removeShards(modelDir, stepOf(old));
+    await fsp.rm(path.join(modelDir, old), { force: true });
+  }
+  // After the save, so that every temp a killed save left is older than a complete checkpoint.
+  if (!swept.has(path.resolve(modelDir))) await sweepStaleTemps(modelDir);
+}
+
+/** Removes the shard files of step `globalStep` (our names only). */
+async function removeShards(modelDir: string, globalStep: number): Promise<void> {
+  const names = await fsp.readdir(modelDir).catch(() => [] as string[]);
+  for (const n of names) {
+    const m = SHARD_NAME.exec(n);
+    if (m && Number(m[1]) === globalStep) await fsp.rm(path.join(modelDir, n), { force: true });
+  }
+}
+
+/** Removes the temp files of killed saves from modelDir (see sweepStaleTemps), as restoring does. */
+export async function sweepKilledSaves(modelDir: string): Promise<void> {
+  await sweepStaleTemps(modelDir);
 }
 
 /** The checkpoints the manifest lists, oldest first (only files that exist). */
