@@ -71,6 +71,10 @@ async function dlrmTrainer(hb, { rows, dim, batch }) {
   return {
     numDense,
     numTables: tables.length,
+    /** The model's embedding tables (shards of them, under a job). */
+    tables() {
+      return [...estimator.variables.values()].map((v) => v.slotOwner).filter((t) => t instanceof hb.EmbeddingTable);
+    },
     async time(steps) {
       let nativeMs = 0;
       const hook = { afterRun: (info) => void (nativeMs += info.nativeMs) };

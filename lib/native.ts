@@ -251,6 +251,8 @@ export interface NativeAddon {
   distAlltoallv(tensor: NativeTensorHandle, sendCounts: number[], wireDtype?: string): Promise<{ tensor: NativeTensorHandle; recvCounts: number[] }>;
   distBroadcast(tensor: NativeTensorHandle, root: number): Promise<NativeTensorHandle>;
   distBarrier(): Promise<void>;
+  /** What this rank's collectives moved since init (payload bytes) and the seconds spent in them. */
+  distStats(): { collectives: number; bytesSent: number; bytesReceived: number; seconds: number };
 
   /** A compiled graph (lib/graph/plan_spec.ts) as a native plan; `params` are bound to spec.params in order. */
   planCreate(spec: PlanSpec, params: NativeTensorHandle[]): NativePlan;

@@ -61,3 +61,23 @@ export async function barrier(): Promise<void> {
   requireInitialized('barrier');
   await native.distBarrier();
 }
+
+export interface ExchangeStats {
+  /** Collectives run, hb.distribute's and those inside compiled steps. */
+  collectives: number;
+  /**
+   * Payload bytes this rank sent to and received from the others: an alltoallv's rows to
+   * and from the other ranks, an allgather's own rows out and the others' in, an
+   * allreduce's or broadcast's tensor (the transport's own traffic is not counted).
+   */
+  bytesSent: number;
+  bytesReceived: number;
+  /** Time spent inside them, waiting for the other ranks included. */
+  seconds: number;
+}
+
+/** What this rank's collectives have moved since init(), and the time they took. */
+export function stats(): ExchangeStats {
+  requireInitialized('stats');
+  return native.distStats();
+}

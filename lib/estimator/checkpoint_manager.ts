@@ -11,7 +11,8 @@
 // rank reads the rows it holds (lib/io/checkpoint_source.ts).
 import { allgather, barrier } from '../distribute/collectives';
 import { EmbeddingTable } from '../embedding/embedding_table';
-import { GraphWorld } from '../graph/graph';
+import { GraphWorld, VariableStore } from '../graph/graph';
+import type { Optimizer } from '../train/optimizer';
 import { Variable } from '../tensor/variable';
 import { tensor } from '../tensor/tensor';
 import { CheckpointTensor, listCheckpoints, recordShardedCheckpoint, saveCheckpoint, shardFileName, writeCheckpointShard } from '../io/checkpoint_file';
@@ -73,6 +74,56 @@ export function tableItem(table: EmbeddingTable): CheckpointItem {
     save: () => table.save(),
     load: async (source, wanted) => (source.entries.has(table.name) ? table.restoreFrom(source, wanted) : []),
   };
+}
+
+/** What a checkpoint of the model in `store` holds: each table with its slots, every other variable and slot. */
+export function checkpointItemsOf(store: VariableStore): CheckpointItem[] {
+  const items: CheckpointItem[] = [];
+  const covered = new Set<string>();
+  for (const v of store.variables.values()) {
+    if (v.slotOwner instanceof EmbeddingTable) {
+      const item = tableItem(v.slotOwner);
+      item.names.forEach((n) => covered.add(n));
+      items.push(item);
+    } else {
+      items.push(variableItem(v));
+    }
+  }
+  // A slot belongs to the variable it is named after (`<variable>/<optimizer>[_n]`): the
+  // longest name that prefixes it.
+  const ownerOf = (slot: string) => {
+    let owner: string | undefined;
+    for (const name of store.variables.keys()) if (slot.startsWith(`${name}/`) && name.length > (owner?.length ?? -1)) owner = name;
+    return owner;
+  };
+  for (const [name, slot] of store.slots) if (!covered.has(name)) items.push(variableItem(slot, ownerOf(name)));
+  return items;
+}
+
+/**
+ * Each optimizer's scalars (Adam's beta powers) from a checkpoint's `optimizer_state`; one
+ * the checkpoint lacks is refused, as a missing slot is.
+ */
+export function restoreOptimizerState(file: string, saved: string | undefined, optimizers: Optimizer[]): void {
+  let state: unknown;
+  try {
+    state = saved === undefined ? [] : JSON.parse(saved);
+  } catch {
+    state = undefined;
+  }
+  if (!Array.isArray(state)) throw new Error(`Checkpoint ${file}: its optimizer_state is not a JSON array`);
+  optimizers.forEach((optimizer, i) => {
+    const keys = Object.keys(optimizer.scalarState());
+    const entry = state[i] as Record<string, unknown> | undefined;
+    const lacking = keys.filter((k) => typeof entry?.[k] !== 'number' || !Number.isFinite(entry[k]));
+    if (lacking.length > 0) {
+      throw new Error(
+        `Checkpoint ${file} lacks ${lacking.join(', ')} of optimizer ${i} (${optimizer.constructor.name} '${optimizer.name}'): ` +
+          'it was written with other optimizers, or in another order; restore with the model and optimizers that wrote it, or train in another modelDir',
+      );
+    }
+  });
+  optimizers.forEach((optimizer, i) => optimizer.restoreScalarState(state[i]));
 }
 
 /** A checkpoint opened (verified) to restore from, with the newer ones refused on the way. */

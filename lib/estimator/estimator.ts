@@ -10,13 +10,13 @@
 // values and train on gradients averaged over the ranks, every step exchanges inside its
 // one native call, and the ranks stop and evaluate at the same steps. Rank 0 logs.
 import { currentDevice } from '../backend';
-import { allreduce, broadcast } from '../distribute/collectives';
+import { allreduce } from '../distribute/collectives';
 import { tensor } from '../tensor/tensor';
 import { context as jobContext, init, isInitialized } from '../distribute/process_group';
-import { EmbeddingTable } from '../embedding/embedding_table';
 import { GraphWorld } from '../graph/graph';
 import { Variable } from '../tensor/variable';
-import { CheckpointItem, CheckpointManager, tableItem, variableItem } from './checkpoint_manager';
+import { CheckpointItem, checkpointItemsOf, CheckpointManager, restoreOptimizerState } from './checkpoint_manager';
+import { shareWholeVariables } from './replicas';
 import { Batch, batchesOf, InputFn } from './input';
 import { BuiltModel, ModelBuilder, ModelFn } from './model_builder';
 import { Mode, ModeKeys } from './mode_keys';
@@ -136,53 +136,14 @@ export class Estimator {
     if (this.world.size > 1 && !isInitialized()) await init();
   }
 
-  /**
-   * Under a job: every variable each rank holds whole (dense layers, replicated tables)
-   * takes rank 0's values, once, in name order on every rank, so the replicas start
-   * equal even from unseeded initializers. Shards are each rank's own.
-   */
+  /** Under a job: every variable each rank holds whole takes rank 0's values, once. */
   private async shareWholeVariables(): Promise<void> {
-    if (this.world.size <= 1) return;
-    const names = [...this.model.store.variables.keys()].filter((n) => !this.shared.has(n)).sort();
-    for (const name of names) {
-      const v = this.model.store.variables.get(name)!;
-      if (!(v.slotOwner instanceof EmbeddingTable && v.slotOwner.isSharded)) {
-        try {
-          await v.assign(await broadcast(v, { root: 0 }));
-        } catch (error) {
-          // The ranks built different models (other columns, sizes or options).
-          if (error instanceof Error) error.message = `Estimator: variable '${name}' differs between the ranks' models: ${error.message}`;
-          throw error;
-        }
-      }
-      this.shared.add(name);
-    }
+    if (this.world.size > 1) await shareWholeVariables(this.model.store, this.shared);
   }
 
   /** What a checkpoint holds: each table with its slots, every other variable and slot. */
   private checkpointItems(): CheckpointItem[] {
-    const items: CheckpointItem[] = [];
-    const covered = new Set<string>();
-    for (const v of this.model.store.variables.values()) {
-      if (v.slotOwner instanceof EmbeddingTable) {
-        const item = tableItem(v.slotOwner);
-        item.names.forEach((n) => covered.add(n));
-        items.push(item);
-      } else {
-        items.push(variableItem(v));
-      }
-    }
-    for (const [name, slot] of this.model.store.slots) if (!covered.has(name)) items.push(variableItem(slot, this.slotOwner(name)));
-    return items;
-  }
-
-  /** The variable a slot is named after (`<variable>/<optimizer>[_n]`): the longest name that prefixes it. */
-  private slotOwner(slot: string): string | undefined {
-    let owner: string | undefined;
-    for (const name of this.model.store.variables.keys()) {
-      if (slot.startsWith(`${name}/`) && name.length > (owner?.length ?? -1)) owner = name;
-    }
-    return owner;
+    return checkpointItemsOf(this.model.store);
   }
 
   /**
@@ -207,28 +168,8 @@ export class Estimator {
     for (const name of read) this.restored.add(name);
   }
 
-  /** Each optimizer's scalars (Adam's beta powers); one the checkpoint lacks is refused, as a missing slot is. */
   private restoreOptimizerState(file: string, saved: string | undefined): void {
-    const optimizers = this.model.optimizers();
-    let state: unknown;
-    try {
-      state = saved === undefined ? [] : JSON.parse(saved);
-    } catch {
-      state = undefined;
-    }
-    if (!Array.isArray(state)) throw new Error(`Checkpoint ${file}: its optimizer_state is not a JSON array`);
-    optimizers.forEach((optimizer, i) => {
-      const keys = Object.keys(optimizer.scalarState());
-      const entry = state[i] as Record<string, unknown> | undefined;
-      const lacking = keys.filter((k) => typeof entry?.[k] !== 'number' || !Number.isFinite(entry[k]));
-      if (lacking.length > 0) {
-        throw new Error(
-          `Checkpoint ${file} lacks ${lacking.join(', ')} of optimizer ${i} (${optimizer.constructor.name} '${optimizer.name}'): ` +
-            'it was written with other optimizers, or in another order; restore with the model and optimizers that wrote it, or train in another modelDir',
-        );
-      }
-    });
-    optimizers.forEach((optimizer, i) => optimizer.restoreScalarState(state[i]));
+    restoreOptimizerState(file, saved, this.model.optimizers());
   }
 
   /**
@@ -341,26 +282,25 @@ export class Estimator {
     let lossSum = 0;
     let count = 0;
     let current: IteratorResult<Batch> = first;
-    while (!current.done && (options.steps === undefined || count < options.steps)) {
+    const more = () => !current.done && (options.steps === undefined || count < options.steps);
+    // Under a job, steps go on until no rank has a batch left: a rank whose input ended
+    // runs empty batches meanwhile, so every rank's rows are evaluated.
+    for (;;) {
+      const mine = more();
+      if (!mine && !built.step.inJob) break;
       let prepared;
       try {
-        prepared = await built.step.prepare(current.value);
+        prepared = mine ? await built.step.prepare((current as IteratorYieldResult<Batch>).value) : built.step.emptyBatch();
       } catch (error) {
         built.step.tellPeersOfFailure(`an evaluation batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
         throw error;
       }
-      let result;
-      try {
-        result = await built.step.run(prepared);
-      } catch (error) {
-        // Another rank's evaluation input ended: every rank ends the evaluation here.
-        if ((error as { code?: string }).code === 'HB_ERR_PEER_STOPPED') break;
-        throw error;
-      }
+      const result = await built.step.run(prepared, { hasBatch: mine });
+      if (result.agreed && !result.agreed.hasBatch) break;
+      if (!mine) continue;
       lossSum += (result.outputs[0] as Float32Array)[0];
       count++;
       current = await batches.next();
-      if (current.done && (options.steps === undefined || count < options.steps)) await built.step.announceStop();
     }
     if (this.world.size > 1) {
       // Over every rank's examples: the loss is the mean of all ranks' batch losses.
@@ -380,23 +320,40 @@ export class Estimator {
    */
   async *predict(inputFn: InputFn, options: { yieldSingleExamples?: boolean } = {}): AsyncGenerator<Record<string, number | Float32Array>> {
     const single = options.yieldSingleExamples ?? true;
-    let built: BuiltModel | undefined;
-    for await (const batch of batchesOf(inputFn, 'predict')) {
-      built = built ?? (await this.build(ModeKeys.PREDICT, batch));
-      const result = await built.step.run(await built.step.prepare(batch));
-      const outputs = result.outputs as Float32Array[];
-      if (!single) {
-        yield Object.fromEntries(built.predictionKeys.map((k, i) => [k, outputs[i]]));
-        continue;
+    const batches = batchesOf(inputFn, 'predict');
+    try {
+      let current = await batches.next();
+      if (current.done) {
+        if (this.world.size > 1) throw noBatchError('predict', this.world.rank);
+        return;
       }
-      for (let row = 0; row < result.batchSize; row++) {
-        const example: Record<string, number | Float32Array> = {};
-        built.predictionKeys.forEach((k, i) => {
-          const w = built!.widths[i];
-          example[k] = w === 1 ? outputs[i][row] : outputs[i].slice(row * w, (row + 1) * w);
-        });
-        yield example;
+      const built = await this.build(ModeKeys.PREDICT, current.value);
+      // Under a job every rank predicts its own rows; one whose input ended runs empty
+      // batches until no rank has one left (the lookups need every rank's shard).
+      for (;;) {
+        const mine = !current.done;
+        if (!mine && !built.step.inJob) return;
+        const prepared = mine ? await built.step.prepare((current as IteratorYieldResult<Batch>).value) : built.step.emptyBatch();
+        const result = await built.step.run(prepared, { hasBatch: mine });
+        if (result.agreed && !result.agreed.hasBatch) return;
+        if (!mine) continue;
+        const outputs = result.outputs as Float32Array[];
+        if (!single) {
+          yield Object.fromEntries(built.predictionKeys.map((k, i) => [k, outputs[i]]));
+        } else {
+          for (let row = 0; row < result.batchSize; row++) {
+            const example: Record<string, number | Float32Array> = {};
+            built.predictionKeys.forEach((k, i) => {
+              const w = built.widths[i];
+              example[k] = w === 1 ? outputs[i][row] : outputs[i].slice(row * w, (row + 1) * w);
+            });
+            yield example;
+          }
+        }
+        current = await batches.next();
       }
+    } finally {
+      await batches.return(undefined);
     }
   }
 }

@@ -8,6 +8,8 @@
 //   flags[1]  a rank asks every rank to pause for an evaluation after this step
 //   flags[2]  a rank asks every rank to stop after this step (a hook said so)
 //   flags[3]  a rank asks every rank to save a checkpoint after this step (its clock)
+//   flags[4]  the rank ran a batch of its own (evaluation and prediction go on, with
+//             empty batches on ranks whose input ended, until no rank has one)
 import type { Batch } from '../data/batch';
 import { allreduce } from '../distribute/collectives';
 import { native, NativePlan, TypedArray } from '../native';
@@ -38,6 +40,8 @@ export interface StepRequests {
   evaluate?: boolean;
   stop?: boolean;
   save?: boolean;
+  /** This rank's batch is one of its own (not emptyBatch()). */
+  hasBatch?: boolean;
 }
 
 /** The step's first exchange under a job (lib/graph/ops/exchange.ts stepSync). */
@@ -70,6 +74,18 @@ export function batchRows(batch: Batch): number {
   return rows;
 }
 
+/**
+ * Under a job, instead of running the next step: rank `rank`'s input ended (or it
+ * stops). The other ranks' runs of their next step fail with HB_ERR_PEER_STOPPED before
+ * they change anything, so every rank stops at the same step. Collective: the exchange
+ * is the step's first one.
+ */
+export async function announceStepStop(rank: number): Promise<void> {
+  const flags = new Int32Array(STEP_FLAG_COUNT);
+  flags[0] = rank + 1;
+  await allreduce(tensor(flags, [STEP_FLAG_COUNT], 'int32', { device: 'cpu' }), { op: 'max' });
+}
+
 export class CompiledStep {
   readonly compiled: CompiledGraph;
   private readonly plan: NativePlan;
@@ -88,6 +104,15 @@ export class CompiledStep {
     return this.sync !== undefined;
   }
 
+  /**
+   * A batch of no rows: what a rank whose input ended runs while the others evaluate or
+   * predict on (its exchanges then carry nothing of its own).
+   */
+  emptyBatch(): PreparedBatch {
+    const arrays = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array };
+    return { batchSize: 0, feeds: this.compiled.feeds.map((f) => (f.empty ? f.empty() : new arrays[f.dtype](0))) };
+  }
+
   /** The feeds of `batch`: each feature column's transform, natively, over whole columns. */
   async prepare(batch: Batch): Promise<PreparedBatch> {
     const batchSize = batchRows(batch);
@@ -102,14 +127,15 @@ export class CompiledStep {
     let feeds = prepared.feeds;
     if (this.flagsFeed >= 0) {
       feeds = feeds.slice();
-      feeds[this.flagsFeed] = Int32Array.from([0, requests.evaluate ? 1 : 0, requests.stop ? 1 : 0, requests.save ? 1 : 0]);
+      const flag = (on?: boolean) => (on ? 1 : 0);
+      feeds[this.flagsFeed] = Int32Array.from([0, flag(requests.evaluate), flag(requests.stop), flag(requests.save), flag(requests.hasBatch)]);
     }
     const result = await native.planRun(this.plan, prepared.batchSize, feeds, hypers, this.compiled.fetch);
     optimizers.forEach((o) => o.afterStep());
     if (this.flagsFeed < 0) return { ...result, batchSize: prepared.batchSize };
     const outputs = result.outputs.slice();
     const agreed = outputs.pop() as Int32Array;
-    return { outputs, nativeMs: result.nativeMs, batchSize: prepared.batchSize, agreed: { evaluate: agreed[1] !== 0, stop: agreed[2] !== 0, save: agreed[3] !== 0 } };
+    return { outputs, nativeMs: result.nativeMs, batchSize: prepared.batchSize, agreed: { evaluate: agreed[1] !== 0, stop: agreed[2] !== 0, save: agreed[3] !== 0, hasBatch: agreed[4] !== 0 } };
   }
 
   /**
@@ -118,10 +144,7 @@ export class CompiledStep {
    * at the same step.
    */
   async announceStop(): Promise<void> {
-    if (!this.sync) return;
-    const flags = new Int32Array(STEP_FLAG_COUNT);
-    flags[0] = this.sync.rank + 1;
-    await allreduce(tensor(flags, [STEP_FLAG_COUNT], 'int32', { device: 'cpu' }), { op: 'max' });
+    if (this.sync) await announceStepStop(this.sync.rank);
   }
 
   /**

@@ -114,6 +114,8 @@ export interface Feed {
   /** BATCH and DYNAMIC dims allowed (ids: [DYNAMIC]; dense features: [BATCH, n]). */
   readonly shape: Shape;
   build(batch: Batch): Promise<Float32Array | BigInt64Array | Int32Array> | Float32Array | BigInt64Array | Int32Array;
+  /** Its value for a batch of no rows (default: no values): a ragged feed's row splits are [0]. */
+  empty?(): Float32Array | BigInt64Array | Int32Array;
 }
 
 /** The ranks a graph's step runs on: its exchanges are compiled for this world. */
@@ -125,6 +127,10 @@ export interface GraphWorld {
 export class Graph {
   readonly nodes: Node[] = [];
   readonly feeds: Feed[] = [];
+  /** The train ops minimize() made on this graph, in order (their optimizers' checkpoint order). */
+  readonly trainOps: unknown[] = [];
+  /** Under a job, the step's first exchange (lib/graph/ops/exchange.ts stepSync), made first. */
+  stepSync?: { agreed: SymbolicTensor; feed: Feed };
   /** The variable each variable-source node stands for, by node id. */
   readonly variableOf = new Map<number, Variable>();
   private readonly usedNames = new Map<string, number>();

@@ -27,7 +27,7 @@ export function raggedFeed(graph: Graph, name: string, transform: (batch: Batch)
   };
   const idsDtype = example.values instanceof Int32Array ? 'int32' : 'int64';
   const ids = placeholder(graph, { name, dtype: idsDtype, shape: [DYNAMIC], build: (b) => ragged(b).values }, `${name}/ids`);
-  const rowSplits = placeholder(graph, { name, dtype: 'int32', shape: [DYNAMIC], build: (b) => ragged(b).rowSplits }, `${name}/row_splits`);
+  const rowSplits = placeholder(graph, { name, dtype: 'int32', shape: [DYNAMIC], build: (b) => ragged(b).rowSplits, empty: () => Int32Array.of(0) }, `${name}/row_splits`);
   if (example.weights === undefined) return { ids, rowSplits };
   const weights = placeholder(
     graph,

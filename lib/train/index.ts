@@ -9,3 +9,5 @@ export {
   RowwiseAdagradOptimizer,
 } from './optimizers';
 export { TrainOp, GlobalStep, getOrCreateGlobalStep, trainableVariables } from './train_op';
+export { MonitoredTrainingSession, MonitoredSession, StopAtStepHook, inputs } from './monitored_session';
+export type { MonitoredTrainingSessionOptions, SessionRunHook, SessionRunContext, SymbolicInputs, Fetches, FetchedValue } from './monitored_session';

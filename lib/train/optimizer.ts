@@ -113,7 +113,9 @@ export abstract class Optimizer {
       if (g.sparse) return sparseApply(g.sparse, target, name);
       return denseApply(g.dense as SymbolicTensor, target, name);
     });
-    return new TrainOp(loss, this, nodes, grads.map((g) => g.variable));
+    const trainOp = new TrainOp(loss, this, nodes, grads.map((g) => g.variable));
+    loss.graph.trainOps.push(trainOp);
+    return trainOp;
   }
 
   /** @internal The hyperparameters of the next update (a compiled step passes them to native code). */

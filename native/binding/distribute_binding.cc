@@ -289,6 +289,17 @@ Napi::Value distBarrier(const Napi::CallbackInfo& info) {
       [](Napi::Env env, int) -> Napi::Value { return env.Undefined(); });
 }
 
+// distStats() -> { collectives, bytesSent, bytesReceived, seconds } of this rank's group.
+Napi::Value distStats(const Napi::CallbackInfo& info) {
+  const distribute::ExchangeStats stats = currentGroup("stats")->stats();
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("collectives", double(stats.collectives));
+  out.Set("bytesSent", double(stats.bytesSent));
+  out.Set("bytesReceived", double(stats.bytesReceived));
+  out.Set("seconds", stats.seconds);
+  return out;
+}
+
 }  // namespace
 
 void exportDistribute(Napi::Env env, Napi::Object exports) {
@@ -299,6 +310,7 @@ void exportDistribute(Napi::Env env, Napi::Object exports) {
   exports.Set("distAlltoallv", Napi::Function::New(env, guarded<distAlltoallv>, "distAlltoallv"));
   exports.Set("distBroadcast", Napi::Function::New(env, guarded<distBroadcast>, "distBroadcast"));
   exports.Set("distBarrier", Napi::Function::New(env, guarded<distBarrier>, "distBarrier"));
+  exports.Set("distStats", Napi::Function::New(env, guarded<distStats>, "distStats"));
 }
 
 }  // namespace binding

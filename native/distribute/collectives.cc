@@ -162,16 +162,28 @@ int64_t rowElements(const Tensor& t) {
 // their whole path even alone, so a world of one exercises what a larger one runs.
 bool isLocal(const ProcessGroup& group) { return group.backend() == "local"; }
 
-// Runs one collective: numbers it, and turns what escapes into the Error every rank
-// can act on (ProcessGroup::fail).
+// The payload bytes the running collective moves (ExchangeStats), set by its body.
+thread_local uint64_t payloadSent = 0;
+thread_local uint64_t payloadReceived = 0;
+
+void payload(uint64_t sent, uint64_t received) {
+  payloadSent = sent;
+  payloadReceived = received;
+}
+
+// Runs one collective: numbers it, counts it (ExchangeStats), and turns what escapes into
+// the Error every rank can act on (ProcessGroup::fail).
 template <typename Body>
 auto run(ProcessGroup& group, CollectiveKind kind, Body body) -> decltype(body(uint64_t(0))) {
   const char* name = collectiveName(kind);
   std::lock_guard<std::mutex> exclusive(group.exchangeMutex());
   const uint64_t sequence = group.beginCollective(name);
   const auto started = Clock::now();
+  payload(0, 0);
   try {
-    return body(sequence);
+    auto result = body(sequence);
+    group.count(payloadSent, payloadReceived, std::chrono::duration<double>(Clock::now() - started).count());
+    return result;
   } catch (const std::bad_alloc&) {
     // This rank alone ran out of memory while its peers went on: out of step.
     group.markBroken(std::string(name) + " #" + std::to_string(sequence) + " ran out of memory on rank " +
@@ -230,6 +242,7 @@ Tensor allreduce(ProcessGroup& group, const Tensor& input, ReduceOp op) {
     Communicator& comm = group.communicator();
     Tensor work = input.device() == comm.device() ? privateCopy(input) : staged(input, comm.device());
     comm.allreduce(work.buffer->data(), work.size(), work.dtype, op);
+    payload(work.bytes(), work.bytes());
     return staged(work, input.device());
   });
 }
@@ -259,6 +272,7 @@ RowsResult allgather(ProcessGroup& group, const Tensor& input) {
     shape[0] = std::accumulate(rows.begin(), rows.end(), int64_t(0));
     Tensor out = allocate(comm.device(), in.dtype, shape);
     comm.allgatherv(in.buffer->data(), out.buffer->data(), bytes);
+    payload(in.bytes(), out.bytes() - in.bytes());
     return RowsResult{staged(out, input.device()), rows};
   });
 }
@@ -342,6 +356,13 @@ RowsResult alltoallv(ProcessGroup& group, const Tensor& input, const std::vector
         unpackWireCpu(received.data<uint16_t>(), out.data<float>(), out.size(), bfloat);
       }
     }
+    uint64_t sent = 0, received = 0;
+    for (int p = 0; p < world; ++p) {
+      if (p == group.rank()) continue;
+      sent += uint64_t(sendBytes[size_t(p)]);
+      received += uint64_t(recvBytes[size_t(p)]);
+    }
+    payload(sent, received);
     return RowsResult{staged(out, input.device()), recvRows};
   });
 }
@@ -364,6 +385,7 @@ Tensor broadcast(ProcessGroup& group, const Tensor& input, int root) {
     Communicator& comm = group.communicator();
     Tensor work = input.device() == comm.device() ? privateCopy(input) : staged(input, comm.device());
     comm.broadcast(work.buffer->data(), int64_t(work.bytes()), root);
+    payload(group.rank() == root ? work.bytes() : 0, group.rank() == root ? 0 : work.bytes());
     return staged(work, input.device());
   });
 }

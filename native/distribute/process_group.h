@@ -39,6 +39,17 @@ class AgreedError : public Error {
   AgreedError(const std::string& message, ErrorCode code) : Error(message, code) {}
 };
 
+// What this rank's collectives have moved since the group was made: payload bytes (an
+// alltoallv's rows to and from the other ranks, an allgather's own rows out and the
+// others' in, an allreduce's or broadcast's tensor both ways), not what the transport's
+// algorithm adds, and the time spent inside them (waiting for peers included).
+struct ExchangeStats {
+  uint64_t collectives = 0;
+  uint64_t bytesSent = 0;
+  uint64_t bytesReceived = 0;
+  double seconds = 0;
+};
+
 class ProcessGroup {
  public:
   // Rendezvous and connect; blocks until every rank has arrived or the timeout.
@@ -69,6 +80,18 @@ class ProcessGroup {
   // a compiled step's on its device's thread, and they must not interleave on the wire.
   std::mutex& exchangeMutex() { return exchangeMutex_; }
 
+  ExchangeStats stats() const {
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    return stats_;
+  }
+  void count(uint64_t sent, uint64_t received, double seconds) {
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    stats_.collectives++;
+    stats_.bytesSent += sent;
+    stats_.bytesReceived += received;
+    stats_.seconds += seconds;
+  }
+
   // Waits (up to the timeout) until every live rank has called shutdown, then closes
   // the communicator and, on rank 0, the store. Collectives after it fail.
   void shutdown();
@@ -84,6 +107,8 @@ class ProcessGroup {
   std::unique_ptr<Communicator> communicator_;
   std::mutex mutex_;
   std::mutex exchangeMutex_;
+  mutable std::mutex statsMutex_;
+  ExchangeStats stats_;
   uint64_t sequence_ = 0;
   std::string broken_;  // why the group cannot be used any more
 };

@@ -32,7 +32,7 @@ const stepSyncDef = defineOp({
 });
 
 /** How many int32 flags the step's first exchange carries (lib/graph/compiled_step.ts says what each means). */
-export const STEP_FLAG_COUNT = 4;
+export const STEP_FLAG_COUNT = 5;
 
 /**
  * The step's first exchange: a fed int32 [STEP_FLAG_COUNT] of this rank's flags (`feed`;
@@ -42,6 +42,7 @@ export function stepSync(graph: Graph, worldSize: number): { agreed: SymbolicTen
   const feed: Feed = { name: 'step_flags', dtype: 'int32', shape: [DYNAMIC], build: () => new Int32Array(STEP_FLAG_COUNT) };
   const fed = placeholder(graph, feed, 'step_sync/flags');
   const agreed = applyOp(stepSyncDef, [fed], { worldSize: checkWorldSize(worldSize, 'step_sync') }, 'step_sync');
+  graph.stepSync = { agreed, feed };
   return { agreed, feed };
 }
 
