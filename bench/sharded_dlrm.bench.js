@@ -5,8 +5,10 @@
 // (each rank's batch is --batch), the payload bytes each rank exchanged per step and the
 // share of step time spent in exchanges, and the table + slot memory each rank holds.
 //
-//   node bench/sharded_dlrm.bench.js [--rows 100000] [--dim 64] [--batch 4096] [--steps 10] [--nproc 2]
-// Run without RANK set it times one process, then launches itself on --nproc processes.
+//   node bench/sharded_dlrm.bench.js [--rows 100000] [--dim 64] [--batch 4096] [--steps 10] [--nproc 2] [--job-threads N]
+// Run without RANK set it times one process, then launches itself on --nproc processes,
+// each with HB_NUM_THREADS = the machine's hardware threads / nproc (--job-threads), so the
+// job uses the machine's threads as the one process does.
 'use strict';
 const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
@@ -19,6 +21,7 @@ const dim = option('dim', 64);
 const batch = option('batch', 4096);
 const steps = option('steps', 10);
 const nproc = option('nproc', 2);
+const jobThreads = option('job-threads', Math.max(1, Math.floor(require('os').cpus().length / nproc)));
 const MiB = 2 ** 20;
 
 // Bytes of the model's variables and optimizer slots this process holds.
@@ -60,7 +63,7 @@ async function main() {
   const { spawnSync } = require('child_process');
   const run = spawnSync(process.execPath, [path.resolve(__dirname, '..', 'bin', 'hb-ts.js'), 'launch', '--nproc-per-node', String(nproc), __filename, ...process.argv.slice(2)], {
     encoding: 'utf8',
-    env: { ...process.env, HB_DEVICE: process.env.HB_DEVICE ?? 'cpu' },
+    env: { ...process.env, HB_DEVICE: process.env.HB_DEVICE ?? 'cpu', HB_NUM_THREADS: String(jobThreads) },
   });
   const ranks = run.stdout.split('\n').filter((l) => l.includes('RESULT ')).map((l) => JSON.parse(l.slice(l.indexOf('RESULT ') + 7)));
   if (run.status !== 0 || ranks.length !== nproc) {
@@ -74,7 +77,7 @@ async function main() {
   console.log(`  ${nproc} processes: ${jobRate.toFixed(0)} samples/s (${stepMs.toFixed(1)} ms/step) -> ${(jobRate / aloneRate).toFixed(2)}x one process`);
   console.log(`    per rank and step: ${(mean('sentPerStep') / MiB).toFixed(2)} MiB sent, ${(mean('receivedPerStep') / MiB).toFixed(2)} MiB received in ${mean('collectivesPerStep').toFixed(0)} exchanges, ${mean('exchangeMsPerStep').toFixed(1)} ms in them (${((mean('exchangeMsPerStep') / stepMs) * 100).toFixed(0)}% of the step, waiting for peers included)`);
   console.log(`    tables + slots per rank: ${ranks.map((r) => `${(r.tableBytes / MiB).toFixed(0)} MiB`).join(', ')} (${(mean('tableBytes') / alone.tableBytes).toFixed(2)} of one process's); RSS ${ranks.map((r) => `${(r.rssBytes / MiB).toFixed(0)} MiB`).join(', ')}`);
-  console.log(`    (${nproc} processes share this machine's ${require('os').cpus().length} hardware threads: HB_NUM_THREADS=${process.env.HB_NUM_THREADS ?? 'unset'})`);
+  console.log(`    (${nproc} processes share this machine's ${require('os').cpus().length} hardware threads: ${jobThreads} each; one process uses ${hb.backend().threads})`);
 }
 
 (process.env.RANK !== undefined ? worker() : main()).catch((error) => {

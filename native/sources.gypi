@@ -71,7 +71,8 @@
       "native/distribute/collectives.cc",
       "native/distribute/world.cc",
       "native/exec/collective_kernels.cc",
-      "native/exec/shard_kernels.cc"
+      "native/exec/shard_kernels.cc",
+      "native/exec/coalesce_kernels.cc"
     ],
     "hb_gloo_sources": [
       "native/distribute/gloo_communicator.cc"

@@ -291,6 +291,16 @@ describe('crossedColumn', () => {
     expect(crossed2.name).toBe('a_bucketized_X_c_X_d1_X_d2');
   });
 
+  it('crosses a string column of only empty strings (no bytes at all) as the same empty strings next to others', () => {
+    // Found by the fuzzer: an empty Uint8Array has no data pointer, and its values were
+    // read as integers through it (a crash).
+    const crossed = fc.crossedColumn(['k', 'k'], 1000);
+    const empty = new hb.StringColumn(new Uint8Array(0), Int32Array.from([0, 0]));
+    const withBytes = new hb.StringColumn(Uint8Array.from([97]), Int32Array.from([0, 0, 1]));
+    expect(ids(crossed.transform({ k: empty }))).toEqual(ids(crossed.transform({ k: withBytes })).slice(0, 1));
+    expect(Array.from(hb.strings.toHashBucketFast(empty, 1000))).toEqual(Array.from(hb.strings.toHashBucketFast(withBytes, 1000)).slice(0, 1));
+  });
+
   it("matches sparse_cross_hashed's values (default and explicit hash keys)", () => {
     const f = { f1: ['batch1-FC1-F1'], f2: ['batch1-FC2-F1'], f3: ['batch1-FC3-F1'] };
     expect(ids(fc.crossedColumn(['f1', 'f2', 'f3'], 100).transform(f))).toEqual([83]);

@@ -154,19 +154,30 @@ export class EmbeddingTable implements SlotOwner {
     return embeddingLookupSparse(this.variable, ids, { combiner: options.combiner, maxNorm: options.maxNorm, name: options.name ?? this.name });
   }
 
-  /** The same inside a modelFn: a chain of graph ops over the ragged feed `ids`; [batch, dim]. */
-  lookupGraph(graph: Graph, ids: SymbolicRagged, options: LookupOptions): SymbolicTensor {
+  /**
+   * The rows as a tensor of `graph` (this rank's shard, when sharded), made on first use
+   * on the graph's device unless the placement says where; checked against the graph's
+   * world.
+   */
+  graphVariable(graph: Graph): SymbolicTensor {
     const rows = graph.store.adopt(this.name, () => this.variableOn(graph.device));
     if (rows.device !== 'cpu' && rows.device !== graph.device) {
       throw new Error(`embedding table '${this.name}' is on ${rows.device} but the model runs on ${graph.device}; use embDevice: 'cpu' or '${graph.device}'`);
     }
-    const name = options.name ?? this.name;
     const p = this.placement;
     if (p.kind !== 'local' && graph.world.size !== p.worldSize) {
       throw new Error(`embedding table '${this.name}' is ${p.kind} over ${p.worldSize} ranks but the model is built for a world of ${graph.world.size}`);
     }
+    return graph.variableTensor(rows);
+  }
+
+  /** The same inside a modelFn: a chain of graph ops over the ragged feed `ids`; [batch, dim]. */
+  lookupGraph(graph: Graph, ids: SymbolicRagged, options: LookupOptions): SymbolicTensor {
+    const table = this.graphVariable(graph);
+    const name = options.name ?? this.name;
+    const p = this.placement;
     if (p.kind === 'sharded') {
-      return shardedLookupChain(graph.variableTensor(rows), ids, {
+      return shardedLookupChain(table, ids, {
         combiner: options.combiner,
         maxNorm: options.maxNorm,
         name,
@@ -176,7 +187,7 @@ export class EmbeddingTable implements SlotOwner {
         wire: options.wire ?? 'float32',
       });
     }
-    return lookupChain(graph.variableTensor(rows), ids, { combiner: options.combiner, maxNorm: options.maxNorm, name });
+    return lookupChain(table, ids, { combiner: options.combiner, maxNorm: options.maxNorm, name });
   }
 
   private refuseEagerShard(what: string): void {

@@ -7,7 +7,7 @@ import { Features, readTensorFeatures } from './feature_input';
 import { SymbolicTensor } from '../graph/graph';
 import { concat } from '../graph/ops/array';
 import { symbolicSource } from '../graph/symbolic_features';
-import { symbolicColumn } from './symbolic_column';
+import { symbolicColumns } from './symbolic_column';
 
 export interface DenseFeaturesOptions {
   /** HybridBackend's coalescing groups for the embedding lookups; default: each column's embNumGroups. */
@@ -82,7 +82,7 @@ export function DenseFeatures(columns: readonly DenseColumn[], options: DenseFea
   const layer = (features: Features): Promise<Tensor | Tensor[]> | SymbolicTensor | SymbolicTensor[] => {
     const source = symbolicSource(features);
     if (!source) return eager(features);
-    const parts = sorted.map((c) => symbolicColumn(c, source));
+    const parts = symbolicColumns(sorted, source, numGroups);
     return enableConcat ? concat(parts, 1, 'dense_features/concat') : parts;
   };
   return Object.assign(layer, {

@@ -58,6 +58,10 @@ FeatureValues valuesArgument(const Napi::Value& values, const Napi::Value& offse
   int64_t length = 0;
   if (type == napi_uint8_array) {
     v.bytes = viewOf<uint8_t>(values, napi_uint8_array, what, argument, "Uint8Array", &length);
+    // An empty (or detached) Uint8Array has no data pointer, but its values are still
+    // strings (empty ones): isStrings() must say so, or they would be read as integers.
+    static const uint8_t kNoBytes[1] = {0};
+    if (v.bytes == nullptr) v.bytes = kNoBytes;
     int64_t offsetCount = 0;
     v.offsets = viewOf<int32_t>(offsets, napi_int32_array, what, (std::string(argument) + " offsets").c_str(),
                                 "Int32Array", &offsetCount);

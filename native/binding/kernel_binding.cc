@@ -87,6 +87,8 @@ Napi::Value kernelRun(const Napi::CallbackInfo& info) {
       if (zeros.bytes()) std::memset(zeros.buffer->data(), 0, zeros.bytes());
       args->out.push_back(onDevice(zeros, device));
     } else {
+      const TensorDef* d = tensorDefAt(def.outputs, def.repeatOutputsFrom, i);
+      if (d != nullptr && d->sized) failWith(ErrorCode::InvalidArgument, what, " is sized by the kernel: give { dtype } alone, not a tensor");
       args->out.push_back(TensorHandle::unwrap(o, what.c_str()));
     }
   }

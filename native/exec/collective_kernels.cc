@@ -58,6 +58,8 @@ std::shared_ptr<ProcessGroup> groupFor(const KernelArgs& args, double worldSize,
 // The result of an exchange as output `index`: the exchange's own tensor (fresh memory)
 // when it is on the output's device, else a copy.
 void setOutput(KernelArgs& args, size_t index, const Tensor& result, bool fresh) {
+  HB_CHECK_CODE(args.out[index].dtype == result.dtype, Type, args.name, ": output ", index, " must be ",
+                dtypeName(result.dtype), ", got ", dtypeName(args.out[index].dtype));
   if (fresh && result.device() == args.outputDevice) {
     args.out[index] = result;
     return;
@@ -104,6 +106,10 @@ void alltoallvKernel(KernelArgs& args) {
   }
   if (args.out[1].size() != world) {
     refuse(args, group.get(), CollectiveKind::Alltoallv, "recvCounts must be int32 [" + std::to_string(world) + "]");
+  }
+  if (args.out[0].dtype != values.dtype) {
+    refuse(args, group.get(), CollectiveKind::Alltoallv, std::string("the received rows must have the values' dtype (") +
+                                                             dtypeName(values.dtype) + ")");
   }
   if (scale != 1.0f && values.dtype != DType::Float32) {
     refuse(args, group.get(), CollectiveKind::Alltoallv, "only float32 rows can be scaled");

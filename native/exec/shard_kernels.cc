@@ -27,7 +27,7 @@ void localRows(KernelArgs& args, int64_t world, int64_t rank, int64_t rows) {
     const int64_t id = int64_t(in[i]);
     HB_CHECK_CODE(id >= 0 && id < rows, OutOfRange, args.name, ": id ", id, " is outside the table's ", rows,
                   " rows (ids must be in [0, ", rows, "))");
-    HB_CHECK_CODE(id % world == rank, Internal, args.name, ": id ", id, " reached rank ", rank, " but belongs to rank ",
+    HB_CHECK_CODE(id % world == rank, OutOfRange, args.name, ": id ", id, " reached rank ", rank, " but belongs to rank ",
                   id % world);
   }
   Tensor& out = allocateOutput(args, 0, {n});
@@ -40,7 +40,8 @@ void localRows(KernelArgs& args, int64_t world, int64_t rank, int64_t rows) {
 void shardIdsKernel(KernelArgs& args) {
   const Tensor& ids = args.in[0];
   const double world = args.attrs[0], rank = args.attrs[1], rows = args.attrs[2];
-  HB_CHECK(world >= 1 && rank >= 0 && rank < world, args.name, ": rank ", rank, " is not in a world of ", world);
+  HB_CHECK(world >= 1 && world <= (1 << 20) && rank >= 0 && rank < world, args.name, ": rank ", rank,
+           " is not in a world of ", world, " (worlds of 1 to 2^20)");
   HB_CHECK(rows >= 1, args.name, ": the table must have >= 1 rows, got ", rows);
   HB_CHECK_CODE(ids.shape.size() == 1, Shape, args.name, ": ids must be 1-D, got ", ids.shapeString());
   checkSameDType(args, 0, 0);
@@ -55,15 +56,18 @@ void reshardRowsKernel(KernelArgs& args) {
   Tensor& target = args.out[0];
   const double fromWorld = args.attrs[0], fromRank = args.attrs[1], toWorld = args.attrs[2], toRank = args.attrs[3];
   const double firstRow = args.attrs[4];
-  HB_CHECK(fromWorld >= 1 && fromRank >= 0 && fromRank < fromWorld, args.name, ": fromRank ", fromRank,
-           " is not in a world of ", fromWorld);
-  HB_CHECK(toWorld >= 1 && toRank >= 0 && toRank < toWorld, args.name, ": toRank ", toRank, " is not in a world of ",
-           toWorld);
-  HB_CHECK(firstRow >= 0, args.name, ": firstRow must be >= 0, got ", firstRow);
+  // Bounded so that row arithmetic stays far inside int64.
+  constexpr double kMaxWorld = 1 << 20, kMaxRow = double(int64_t(1) << 40);
+  HB_CHECK(fromWorld >= 1 && fromWorld <= kMaxWorld && fromRank >= 0 && fromRank < fromWorld, args.name, ": fromRank ",
+           fromRank, " is not in a world of ", fromWorld, " (worlds of 1 to 2^20)");
+  HB_CHECK(toWorld >= 1 && toWorld <= kMaxWorld && toRank >= 0 && toRank < toWorld, args.name, ": toRank ", toRank,
+           " is not in a world of ", toWorld, " (worlds of 1 to 2^20)");
+  HB_CHECK(firstRow >= 0 && firstRow < kMaxRow, args.name, ": firstRow must be in [0, 2^40), got ", firstRow);
   HB_CHECK_CODE(rows.dtype == target.dtype, Type, args.name, ": rows are ", dtypeName(rows.dtype), ", the target is ",
                 dtypeName(target.dtype));
   HB_CHECK_CODE(!rows.shape.empty() && !target.shape.empty(), Shape, args.name, ": rows and target need a first dimension");
   const int64_t n = rows.shape[0], m = target.shape[0];
+  HB_CHECK_CODE(n < (int64_t(1) << 40), OutOfRange, args.name, ": at most 2^40 rows at a time");
   const int64_t width = n == 0 ? 0 : rows.size() / n;
   const int64_t targetWidth = m == 0 ? 0 : target.size() / m;
   HB_CHECK_CODE(n == 0 || m == 0 || width == targetWidth, Shape, args.name, ": saved rows hold ", width,

@@ -14,6 +14,7 @@ import './segment_combine';
 import './partition_by_owner';
 import './restore_order';
 import './exchange';
+import './coalesce';
 import './cast';
 import './embedding_lookup';
 import './lookup_backward_apply';
