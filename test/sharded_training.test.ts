@@ -29,6 +29,7 @@ interface WorkerResult {
   losses: number[];
   variables: Record<string, VariableDump>;
   slots: Record<string, number[]>;
+  stats?: { collectives: number; bytesSent: number; bytesReceived: number; seconds: number };
   evaluation?: Record<string, number>;
   predictions?: number[];
   restoredStep: number;
@@ -139,7 +140,12 @@ describeGloo('hybrid-parallel training across processes', () => {
     expect([...whole.keys()].sort()).toEqual([...expected.keys()].sort());
     for (const [name, values] of expected) expectClose(whole.get(name)!, values, name);
     expectClose(meanLosses(ranks), ref.losses, 'loss');
-    // It trained: the variables moved from their first values.
+    // Exchanges: 5 broadcasts of the whole variables (table b, 4 dense), then per step the
+    // flags, the ids, rows and row gradients of each group of sharded lookups (one group
+    // of two at W = 2, two of one at W = 3), b's gradients gathered (ids, values) and one
+    // allreduce of every dense gradient.
+    const perStep = 1 + 3 * (W === 3 ? 2 : 1) + 2 + 1;
+    for (const r of ranks) expect(r.stats!.collectives).toBe(5 + 20 * perStep);
     expect(ref.losses.length).toBe(20);
   }, 120_000);
 

@@ -1,12 +1,44 @@
 // Checkpoints corrupted in random ways (bytes flipped, cut, zeroed, junk appended, a
 // file replaced by another) and then restored; and saves killed at a random moment
-// (kill -9 of a child that is training) and then restored. Either a valid checkpoint
-// loads or an Error says why: never a crash, never a hang.
+// (kill -9 of a child that is training) and then restored. Half the trained ones are
+// first rewritten as a job's checkpoint (shards and a layout, as W ranks would write
+// them), so restoring one re-shards it, and the layout is a file to corrupt too. Either a
+// valid checkpoint loads or an Error says why: never a crash, never a hang.
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { estimator, input } = require('../model');
+const files = require(path.join(__dirname, '..', '..', 'dist', 'io', 'checkpoint_file.js'));
+
+// The latest checkpoint of `dir` written again as the files of a job of W ranks: tables
+// (and their slots) by rows (row g in shard g % W), everything else whole in shard 0.
+async function asShards(r, dir) {
+  const latest = (await files.listCheckpoints(dir)).pop();
+  if (!latest) return;
+  const saved = await files.loadCheckpoint(latest.path);
+  const W = r.int(2, 4);
+  const tableOf = (name) => (name.includes('embedding_weights') ? name.slice(0, name.indexOf('embedding_weights') + 17) : undefined);
+  const layout = { format: 'hb-ts-sharded/1', globalStep: saved.globalStep, worldSize: W, ownerRule: 'row floormod worldSize', shards: [], tensors: {}, metadata: saved.metadata };
+  for (let rank = 0; rank < W; rank++) {
+    const mine = [];
+    for (const t of saved.tensors.values()) {
+      const sharded = tableOf(t.name) !== undefined && t.shape.length >= 1;
+      layout.tensors[t.name] = { dtype: t.dtype, shape: t.shape, layout: sharded ? 'sharded' : 'whole' };
+      if (!sharded) {
+        if (rank === 0) mine.push(t);
+        continue;
+      }
+      const width = t.shape.slice(1).reduce((a, b) => a * b, 1);
+      const rows = [];
+      for (let g = rank; g < t.shape[0]; g += W) rows.push(...t.data.subarray(g * width, (g + 1) * width));
+      mine.push({ name: t.name, dtype: t.dtype, shape: [rows.length / Math.max(width, 1), ...t.shape.slice(1)], data: Float32Array.from(rows) });
+    }
+    const written = await files.writeCheckpointShard(dir, saved.globalStep, { rank, worldSize: W }, mine, rank === 0 ? saved.metadata : {});
+    layout.shards.push({ file: path.basename(written.path), sha256: written.sha256, bytes: written.bytes });
+  }
+  await files.recordShardedCheckpoint(dir, saved.globalStep, JSON.stringify(layout));
+}
 
 function corrupt(r, file) {
   const bytes = fs.readFileSync(file);
@@ -29,8 +61,9 @@ module.exports = {
     try {
       if (r.chance(0.5)) {
         await attempt('train', () => estimator(dir).train(input(1), { steps: r.int(1, 3) }));
-        const files = fs.readdirSync(dir).map((f) => path.join(dir, f)).filter((f) => fs.statSync(f).isFile());
-        for (let i = 0; i < r.int(1, 2) && files.length; i++) corrupt(r, r.pick(files));
+        if (r.chance(0.5)) await attempt('as shards', () => asShards(r, dir));
+        const found = fs.readdirSync(dir).map((f) => path.join(dir, f)).filter((f) => fs.statSync(f).isFile());
+        for (let i = 0; i < r.int(1, 2) && found.length; i++) corrupt(r, r.pick(found));
       } else {
         // A child trains and saves every step; it is killed at a random moment.
         const script = `require(${JSON.stringify(path.join(__dirname, '..', 'model.js'))}).estimator(${JSON.stringify(dir)}).train(require(${JSON.stringify(path.join(__dirname, '..', 'model.js'))}).input(2), { steps: 50 })`;
