@@ -131,7 +131,7 @@ describe('the coalesced packing', () => {
     const layout = host(Int32Array.from([2]), [1, 1]);
     await expect(native.kernelRun('unpack_rows', [host(Float32Array.from([1, 2, 3])), layout], [{ dtype: 'float32' }], { dims: [2] }, OP)).rejects.toMatchObject({
       code: 'HB_ERR_CORRUPT',
-      message: expect.stringMatching(/the layout describes 4 values, 3 arrived/),
+      message: expect.stringMatching(/the layout describes more values than the 3 that arrived/),
     });
     await expect(native.kernelRun('pack_by_owner', [host(BigInt64Array.from([1n])), host(Int32Array.from([2]))], [{ dtype: 'int64' }, { dtype: 'int32', shape: [1] }, { dtype: 'int32', shape: [1, 1] }], {}, OP)).rejects.toThrow(/column 0's sizes add up to 2 but it has 1 ids/);
   });

@@ -31,6 +31,8 @@ interface WorkerResult {
   slots: Record<string, number[]>;
   stats?: { collectives: number; bytesSent: number; bytesReceived: number; seconds: number };
   evaluation?: Record<string, number>;
+  evaluationAfterPredict?: Record<string, number>;
+  failure?: { code?: string; message: string };
   predictions?: number[];
   restoredStep: number;
   logs: string[];
@@ -191,6 +193,8 @@ describeGloo('evaluation and prediction when ranks have different numbers of bat
       // mean of batch means, and the batches differ).
       expect(r.evaluation!.auc).toBe(ref.evaluation!.auc);
       expect(r.evaluation!.mean).toBeCloseTo(ref.evaluation!.mean, 6);
+      // The empty batches added nothing: a metric of the per-batch loss is the loss.
+      expect(r.evaluation!.meanLoss).toBeCloseTo(r.evaluation!.loss, 6);
       expect(r.predictions).toHaveLength(predictCounts[r.rank] * perRank);
     }
     // Rank r's rows of batch s sit in one process's batch s after the rows of the ranks
@@ -205,6 +209,44 @@ describeGloo('evaluation and prediction when ranks have different numbers of bat
       }
     }
     for (const r of ranks) expectClose(r.predictions!, expected[r.rank], `rank ${r.rank}'s predictions`);
+  }, 120_000);
+});
+
+describeGloo('failures in a job', () => {
+  const failingJob = async (W: number, config: Record<string, unknown>) => {
+    const run = await runNode([cliPath, 'launch', '--nproc-per-node', String(W), worker, JSON.stringify({ expectFailure: true, ...config })], { env: { ...env, HB_COMM_TIMEOUT_MS: '30000' }, timeoutMs: 60_000 });
+    expect(run.stderr).toBe('');
+    return { ranks: results(run.stdout), ms: run.ms };
+  };
+
+  test('a rank whose loss is not finite stops every rank at that step, before any rank applies an update', async () => {
+    const [{ ranks, ms }, before] = await Promise.all([
+      failingJob(2, { steps: 5, nanLabelAt: 3, rankOverrides: { 0: { nanLabelAt: null } } }),
+      job(2, { steps: 3 }),
+    ]);
+    // At once, not after the communication timeout (30 s here).
+    expect(ms).toBeLessThan(20_000);
+    expect(ranks[1].failure).toMatchObject({ code: 'HB_ERR_NAN', message: expect.stringMatching(/^training stopped at step 4: loss is NaN or infinite .*no update was applied/) });
+    expect(ranks[0].failure!.message).toMatch(/^training step 4: .*: rank 1 failed its own checks: loss: loss is NaN or infinite/);
+    // Both are exactly where 3 steps leave them.
+    expect(ranks.map((r) => r.globalStep)).toEqual([3, 3]);
+    for (const [name] of Object.entries(before[0].variables)) {
+      for (const r of [0, 1]) expect([name, r, ranks[r].variables[name].values]).toEqual([name, r, before[r].variables[name].values]);
+    }
+  }, 120_000);
+
+  test("a rank whose next batch is bad stops every rank with its reason; the step that ran counts", async () => {
+    const { ranks, ms } = await failingJob(2, { steps: 5, missingFeatureAt: 2, rankOverrides: { 0: { missingFeatureAt: null } } });
+    expect(ms).toBeLessThan(20_000);
+    expect(ranks[1].failure!.message).toBe("feature column 'x': feature 'x' is missing from the batch (it has 'a', 'b', 'c')");
+    expect(ranks[0].failure!.message).toMatch(/^training step 3: .*rank 1 failed its own checks: the next batch of rank 1 failed: feature column 'x': feature 'x' is missing/);
+    expect(ranks.map((r) => r.globalStep)).toEqual([2, 2]);
+  }, 120_000);
+
+  test('a rank that stops reading its predictions early keeps the job in step', async () => {
+    const ranks = await job(3, { steps: 3, predictCounts: [3, 2, 2], predictStopAfter: { 0: 4 } });
+    expect(ranks.map((r) => r.predictions!.length)).toEqual([4, 8, 8]);
+    for (const r of ranks) expect(r.evaluationAfterPredict).toEqual(ranks[0].evaluationAfterPredict);
   }, 120_000);
 });
 
@@ -240,6 +282,12 @@ describeGloo('MonitoredTrainingSession under hb-ts launch', () => {
     expect(ranks.map((r) => [r.globalStep, r.losses.length])).toEqual([[5, 5], [5, 5]]);
   }, 120_000);
 });
+
+function editLayout(file: string, edit: (layout: { metadata: Record<string, string>; tensors: Record<string, unknown> }) => void): void {
+  const layout = JSON.parse(fs.readFileSync(file, 'utf8'));
+  edit(layout);
+  fs.writeFileSync(file, JSON.stringify(layout));
+}
 
 describeGloo('checkpoints of a job', () => {
   const G = 12; // rows per global batch, whatever the world size
@@ -308,6 +356,8 @@ describeGloo('checkpoints of a job', () => {
       ['model.ckpt-10.shard-1-of-2.safetensors', (f) => fs.truncateSync(f, fs.statSync(f).size - 7), /shard 1 of 2 is corrupt/],
       ['model.ckpt-10.shard-0-of-2.safetensors', (f) => fs.rmSync(f), /shard 0 of 2 \(model\.ckpt-10\.shard-0-of-2\.safetensors\) is missing/],
       ['model.ckpt-10.sharded.json', (f) => fs.writeFileSync(f, fs.readFileSync(f, 'utf8').replace('"worldSize": 2', '"worldSize": 3')), /its layout lists 2 shards for a world of 3/],
+      ['model.ckpt-10.sharded.json', (f) => editLayout(f, (l) => void (l.metadata.optimizer_state = '[{"beta1_power":0.5}]')), /its layout's metadata differs from what shard 0 recorded/],
+      ['model.ckpt-10.sharded.json', (f) => editLayout(f, (l) => void delete l.tensors['hidden/bias']), /shard 0 of 2 holds 'hidden\/bias', which its layout does not list there/],
     ];
     for (const [file, harm, reason] of damage) {
       const broken = copyOf(dir);
@@ -324,6 +374,18 @@ describeGloo('checkpoints of a job', () => {
       }
     }
   }, 180_000);
+
+  test('ranks that restored different checkpoints (one could not see the newest) refuse to train', async () => {
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-sharded-other-'));
+    try {
+      await Promise.all([ranksOf(2, { optimizer: 'sgd', steps: 4, modelDir: dir }), ranksOf(2, { optimizer: 'sgd', steps: 2, modelDir: other })]);
+      const run = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ optimizer: 'sgd', steps: 2, firstStep: 4, perRank: G / 2, modelDir: dir, rankOverrides: { 1: { modelDir: other } } })], { env, timeoutMs: 60_000 });
+      expect(run.code).toBe(1);
+      for (const r of results(run.stdout)) expect(r.message).toMatch(/^the ranks restored different checkpoints from .* \(rank 0: step 4, rank 1: step 2\)/);
+    } finally {
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   test('ranks started with different models fail at once, naming what differs', async () => {
     const wire = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ steps: 3, rankOverrides: { 1: { wire: 'float16' } } })], { env, timeoutMs: 60_000 });

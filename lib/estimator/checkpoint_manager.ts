@@ -9,7 +9,7 @@
 // them in a layout once every rank's file is durable (Paddle's "each server saves its own
 // part"). Any checkpoint restores at any world size: tables are described whole and each
 // rank reads the rows it holds (lib/io/checkpoint_source.ts).
-import { allgather, barrier } from '../distribute/collectives';
+import { allgather, allreduce } from '../distribute/collectives';
 import { EmbeddingTable } from '../embedding/embedding_table';
 import { GraphWorld, VariableStore } from '../graph/graph';
 import type { Optimizer } from '../train/optimizer';
@@ -226,38 +226,55 @@ export class CheckpointManager {
     } catch (error) {
       failure = error as Error;
     }
-    // Each rank's outcome: ok, then its file's SHA-256 (8 words) and size (2 words).
-    const record = new Int32Array(11);
+    // Each rank's outcome: ok, its file's SHA-256 (8 words), its size (2 words), and the
+    // step it saved (2 words): every rank must have written the same step.
+    const WORDS = 13;
+    const record = new Int32Array(WORDS);
     if (written) {
       record[0] = 1;
       for (let i = 0; i < 8; i++) record[1 + i] = Number.parseInt(written.sha256.slice(8 * i, 8 * i + 8), 16) | 0;
       record[9] = Math.floor(written.bytes / 2 ** 32);
       record[10] = written.bytes % 2 ** 32 | 0;
     }
-    const all = (await (await allgather(tensor(record, [1, 11], 'int32', { device: 'cpu' }))).data()) as Int32Array;
+    record[11] = Math.floor(globalStep / 2 ** 32);
+    record[12] = globalStep % 2 ** 32 | 0;
+    const all = (await (await allgather(tensor(record, [1, WORDS], 'int32', { device: 'cpu' }))).data()) as Int32Array;
     if (failure) throw failure;
-    const failed = Array.from({ length: W }, (_, r) => r).filter((r) => all[r * 11] !== 1);
+    const ranks = Array.from({ length: W }, (_, r) => r);
+    const failed = ranks.filter((r) => all[r * WORDS] !== 1);
     if (failed.length > 0) {
       throw new Error(`checkpoint at step ${globalStep} was not written: rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} could not write ${failed.length > 1 ? 'their files' : 'its file'} (see ${failed.length > 1 ? 'their' : 'its'} error); the previous checkpoint stays the latest`);
     }
+    const steps = ranks.map((r) => (all[r * WORDS + 11] >>> 0) * 2 ** 32 + (all[r * WORDS + 12] >>> 0));
+    if (steps.some((step) => step !== globalStep)) {
+      throw new Error(`checkpoint not written: the ranks are at different global steps (${steps.map((step, r) => `rank ${r}: ${step}`).join(', ')}); the previous checkpoint stays the latest`);
+    }
     const name = `model.ckpt-${globalStep}.sharded.json`;
+    let listed: Error | undefined;
     if (rank === 0) {
       const layout: ShardedLayout = {
         format: SHARDED_FORMAT,
         globalStep,
         worldSize: W,
         ownerRule: OWNER_RULE,
-        shards: Array.from({ length: W }, (_, r) => {
-          const words = Array.from(all.subarray(r * 11 + 1, r * 11 + 9), (w) => (w >>> 0).toString(16).padStart(8, '0'));
-          return { file: shardFileName(globalStep, r, W), sha256: words.join(''), bytes: (all[r * 11 + 9] >>> 0) * 2 ** 32 + (all[r * 11 + 10] >>> 0) };
+        shards: ranks.map((r) => {
+          const words = Array.from(all.subarray(r * WORDS + 1, r * WORDS + 9), (w) => (w >>> 0).toString(16).padStart(8, '0'));
+          return { file: shardFileName(globalStep, r, W), sha256: words.join(''), bytes: (all[r * WORDS + 9] >>> 0) * 2 ** 32 + (all[r * WORDS + 10] >>> 0) };
         }),
         tensors: Object.fromEntries(items.flatMap((item) => item.describe().map((t) => [t.name, { dtype: t.dtype, shape: t.shape, layout: item.sharded ? 'sharded' : 'whole' }] as const))),
         metadata,
       };
-      await recordShardedCheckpoint(this.modelDir, globalStep, JSON.stringify(layout, null, 1) + '\n', this.options.keepMax);
+      try {
+        await recordShardedCheckpoint(this.modelDir, globalStep, JSON.stringify(layout, null, 1) + '\n', this.options.keepMax, W);
+      } catch (error) {
+        listed = error as Error;
+      }
     }
-    // Complete on every rank before any goes on (a later save, a restore elsewhere).
-    await barrier();
+    // Every rank learns whether rank 0 listed it: the checkpoint is complete, on every
+    // rank, before any goes on.
+    const outcome = (await (await allreduce(tensor(Int32Array.of(listed ? 1 : 0), [1], 'int32', { device: 'cpu' }), { op: 'max' })).data()) as Int32Array;
+    if (listed) throw listed;
+    if (outcome[0] !== 0) throw new Error(`checkpoint at step ${globalStep} was not written: rank 0 could not write its layout (see its error); the previous checkpoint stays the latest`);
     return `${this.modelDir}/${name}`;
   }
 

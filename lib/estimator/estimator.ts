@@ -13,10 +13,11 @@ import { currentDevice } from '../backend';
 import { allreduce } from '../distribute/collectives';
 import { tensor } from '../tensor/tensor';
 import { context as jobContext, init, isInitialized } from '../distribute/process_group';
+import type { PreparedBatch } from '../graph/compiled_step';
 import { GraphWorld } from '../graph/graph';
 import { Variable } from '../tensor/variable';
 import { CheckpointItem, checkpointItemsOf, CheckpointManager, restoreOptimizerState } from './checkpoint_manager';
-import { shareWholeVariables } from './replicas';
+import { agreeOnRestoredStep, shareWholeVariables } from './replicas';
 import { Batch, batchesOf, InputFn } from './input';
 import { BuiltModel, ModelBuilder, ModelFn } from './model_builder';
 import { Mode, ModeKeys } from './mode_keys';
@@ -57,6 +58,8 @@ export class Estimator {
   private readonly log: (line: string) => void;
   /** Variables every rank holds whole whose values rank 0 has sent to all. */
   private readonly shared = new Set<string>();
+  /** Under a job: the ranks have checked that they restored the same step. */
+  private stepAgreed = false;
   private step = 0;
   /** Whether the global step has been read from the latest checkpoint. */
   private stepRestored = false;
@@ -128,6 +131,10 @@ export class Estimator {
     // would rotate the checkpoints out. This does nothing once all is restored.
     await this.restoreNewVariables();
     await this.shareWholeVariables();
+    if (this.world.size > 1 && this.checkpoints && !this.stepAgreed) {
+      await agreeOnRestoredStep(this.step, this.checkpoints.modelDir);
+      this.stepAgreed = true;
+    }
     return built;
   }
 
@@ -295,7 +302,9 @@ export class Estimator {
         built.step.tellPeersOfFailure(`an evaluation batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
         throw error;
       }
-      const result = await built.step.run(prepared, { hasBatch: mine });
+      // An empty batch runs the step's exchanges only: its metrics would count it.
+      const step = mine ? built.step : (built.emptyStep ?? built.step);
+      const result = await step.run(prepared, { hasBatch: mine });
       if (result.agreed && !result.agreed.hasBatch) break;
       if (!mine) continue;
       lossSum += (result.outputs[0] as Float32Array)[0];
@@ -330,27 +339,55 @@ export class Estimator {
       const built = await this.build(ModeKeys.PREDICT, current.value);
       // Under a job every rank predicts its own rows; one whose input ended runs empty
       // batches until no rank has one left (the lookups need every rank's shard).
-      for (;;) {
-        const mine = !current.done;
-        if (!mine && !built.step.inJob) return;
-        const prepared = mine ? await built.step.prepare((current as IteratorYieldResult<Batch>).value) : built.step.emptyBatch();
-        const result = await built.step.run(prepared, { hasBatch: mine });
-        if (result.agreed && !result.agreed.hasBatch) return;
-        if (!mine) continue;
-        const outputs = result.outputs as Float32Array[];
-        if (!single) {
-          yield Object.fromEntries(built.predictionKeys.map((k, i) => [k, outputs[i]]));
-        } else {
-          for (let row = 0; row < result.batchSize; row++) {
-            const example: Record<string, number | Float32Array> = {};
-            built.predictionKeys.forEach((k, i) => {
-              const w = built.widths[i];
-              example[k] = w === 1 ? outputs[i][row] : outputs[i].slice(row * w, (row + 1) * w);
-            });
-            yield example;
+      let agreedDone = false;
+      try {
+        for (;;) {
+          const mine = !current.done;
+          if (!mine && !built.step.inJob) return;
+          let prepared: PreparedBatch;
+          try {
+            prepared = mine ? await built.step.prepare((current as IteratorYieldResult<Batch>).value) : built.step.emptyBatch();
+          } catch (error) {
+            built.step.tellPeersOfFailure(`a prediction batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
+            agreedDone = true;
+            throw error;
+          }
+          let result;
+          try {
+            result = await built.step.run(prepared, { hasBatch: mine });
+          } catch (error) {
+            agreedDone = true; // a failed step: nothing is owed after it
+            throw error;
+          }
+          if (result.agreed && !result.agreed.hasBatch) {
+            agreedDone = true;
+            return;
+          }
+          if (!mine) continue;
+          const outputs = result.outputs as Float32Array[];
+          if (!single) {
+            yield Object.fromEntries(built.predictionKeys.map((k, i) => [k, outputs[i]]));
+          } else {
+            for (let row = 0; row < result.batchSize; row++) {
+              const example: Record<string, number | Float32Array> = {};
+              built.predictionKeys.forEach((k, i) => {
+                const w = built.widths[i];
+                example[k] = w === 1 ? outputs[i][row] : outputs[i].slice(row * w, (row + 1) * w);
+              });
+              yield example;
+            }
+          }
+          current = await batches.next();
+        }
+      } finally {
+        // Under a job, a loop that stopped early here (a break) still owes the others its
+        // part of their steps: empty ones, until no rank has a batch left.
+        if (built.step.inJob && !agreedDone) {
+          for (;;) {
+            const result = await built.step.run(built.step.emptyBatch(), { hasBatch: false });
+            if (!result.agreed?.hasBatch) break;
           }
         }
-        current = await batches.next();
       }
     } finally {
       await batches.return(undefined);

@@ -2,7 +2,8 @@
 // replicated tables) start equal: rank 0's values are broadcast to all, once per
 // variable, in name order on every rank, even from unseeded initializers. Shards are
 // each rank's own and stay as they are.
-import { broadcast } from '../distribute/collectives';
+import { allgather, broadcast } from '../distribute/collectives';
+import { tensor } from '../tensor/tensor';
 import { EmbeddingTable } from '../embedding/embedding_table';
 import { VariableStore } from '../graph/graph';
 
@@ -21,5 +22,20 @@ export async function shareWholeVariables(store: VariableStore, shared: Set<stri
       }
     }
     shared.add(name);
+  }
+}
+
+/**
+ * Under a job, after each rank restored from modelDir on its own: every rank must have
+ * taken the same checkpoint (a file one rank could not read, or did not see yet, would
+ * leave it on an older one). Collective; throws on every rank, naming each rank's step.
+ */
+export async function agreeOnRestoredStep(step: number, modelDir: string): Promise<void> {
+  const steps = Array.from((await (await allgather(tensor(Float64Array.of(step), [1], 'float64', { device: 'cpu' }))).data()) as Float64Array);
+  if (steps.some((s) => s !== step)) {
+    throw new Error(
+      `the ranks restored different checkpoints from ${modelDir} (${steps.map((s, r) => `rank ${r}: step ${s}`).join(', ')}): ` +
+        'each rank must see the same files (a shared filesystem that has caught up); see each rank\'s log for the checkpoints it refused',
+    );
   }
 }

@@ -85,12 +85,13 @@ export async function runTrainLoop(
         }
         throw result.reason;
       }
+      // The step ran: it counts, whatever happens to the next batch.
+      host.advance();
       if (next.status === 'rejected') {
         // The other ranks will wait in the next step: they fail with this rank's reason.
         model.step.tellPeersOfFailure(`the next batch of rank ${model.graph.world.rank} failed: ${(next.reason as Error)?.message}`);
         throw next.reason;
       }
-      host.advance();
       const loss = (result.value.outputs[0] as Float32Array)[0];
       progress.step(step, loss, result.value.batchSize);
       let hookStop = false;

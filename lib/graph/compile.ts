@@ -41,9 +41,15 @@ export function compileGraph(graph: Graph, fetches: SymbolicTensor[], effects: N
   const { resolve } = fusion;
   const roots = [...fetches.map((t) => resolve(t).node), ...fusion.effects];
   // In creation order (a fused node where the node it replaced was), every update after
-  // everything else: an update must not run before a step that reads the old value.
-  const needed = reachable(roots, resolve).sort((a, b) => fusion.position(a) - fusion.position(b));
+  // everything else: an update must not run before a step that reads the old value. A
+  // check (an effect that writes nothing, like the loss's NaN check) runs as soon as its
+  // inputs are there: before the backward's exchanges, so a rank whose loss is not finite
+  // fails before it sends anything and tells its peers in the first exchange after it.
   const isStateful = (n: Node) => Boolean(opDef(n.op).stateful);
+  const isCheck = (n: Node) => Boolean(opDef(n.op).effect) && !isStateful(n);
+  const rank = (n: Node): number =>
+    isCheck(n) ? Math.max(-1, ...n.inputs.map((t) => fusion.position(resolve(t).node))) + 0.5 : fusion.position(n);
+  const needed = reachable(roots, resolve).sort((a, b) => rank(a) - rank(b));
   const order = [...needed.filter((n) => !isStateful(n)), ...needed.filter(isStateful)];
 
   const values: PlanValueSpec[] = [];

@@ -220,11 +220,13 @@ export async function writeCheckpointShard(
  * lists it in the manifest, rotating old checkpoints out as saveCheckpoint does (with
  * their shards). Called by rank 0 once every shard is durable.
  */
-export async function recordShardedCheckpoint(modelDir: string, globalStep: number, text: string, keepMax = 0): Promise<CheckpointInfo> {
+export async function recordShardedCheckpoint(modelDir: string, globalStep: number, text: string, keepMax = 0, worldSize?: number): Promise<CheckpointInfo> {
   return exclusive(path.resolve(modelDir), async () => {
     const name = shardedLayoutName(globalStep);
     await writeAtomically(modelDir, name, (fh) => writeAll(fh, Buffer.from(text, 'utf8'), 0));
     await recordInManifest(modelDir, name, globalStep, keepMax);
+    // The step saved again by a job of another size: its old files are no one's now.
+    if (worldSize !== undefined) await removeShards(modelDir, globalStep, worldSize);
     return { path: path.join(modelDir, name), globalStep };
   });
 }
@@ -264,12 +266,12 @@ async function recordInManifest(modelDir: string, name: string, globalStep: numb
   if (!swept.has(path.resolve(modelDir))) await sweepStaleTemps(modelDir);
 }
 
-/** Removes the shard files of step `globalStep` (our names only). */
-async function removeShards(modelDir: string, globalStep: number): Promise<void> {
+/** Removes the shard files of step `globalStep` (our names only), but those of a world of `keepWorld`. */
+async function removeShards(modelDir: string, globalStep: number, keepWorld?: number): Promise<void> {
   const names = await fsp.readdir(modelDir).catch(() => [] as string[]);
   for (const n of names) {
     const m = SHARD_NAME.exec(n);
-    if (m && Number(m[1]) === globalStep) await fsp.rm(path.join(modelDir, n), { force: true });
+    if (m && Number(m[1]) === globalStep && Number(m[3]) !== keepWorld) await fsp.rm(path.join(modelDir, n), { force: true });
   }
 }
 

@@ -113,8 +113,28 @@ async function openSingle(file: string): Promise<CheckpointSource> {
     worldSize: 1,
     metadata: header.metadata,
     entries,
-    read: (name, target, shard) => readPart(file, header, name, target, { worldSize: 1, rank: 0 }, shard, entries),
+    read: async (name, target, shard) => {
+      if (!shard || shard.worldSize === 1) return readPart(file, header, name, target, { worldSize: 1, rank: 0 }, shard, entries);
+      await throughHost(target, (host) => readPart(file, header, name, host, { worldSize: 1, rank: 0 }, shard, entries));
+    },
   };
+}
+
+/**
+ * Re-sharded rows are put together in host memory (the kernel that moves them runs
+ * there), then copied to `target` once when it lives on a GPU.
+ */
+async function throughHost(target: NativeTensorHandle, fill: (host: NativeTensorHandle) => Promise<void>): Promise<void> {
+  if (target.device === 'cpu') return fill(target);
+  const shape = target.shape as number[];
+  const size = shape.reduce((a, b) => a * b, 1);
+  const host = native.tensorFromTypedArray(new ARRAYS[target.dtype as CheckpointDType](size), shape, 'cpu');
+  try {
+    await fill(host);
+    await native.tensorAssign(target, host);
+  } finally {
+    host.dispose();
+  }
 }
 
 async function openSharded(file: string): Promise<CheckpointSource> {
@@ -144,6 +164,17 @@ async function openSharded(file: string): Promise<CheckpointSource> {
     }
     headers.push(header);
   }
+  // Everything the files hold is in the layout (nothing dropped from it), and rank 0's
+  // file carries the layout's metadata (nothing edited in it).
+  for (let r = 0; r < W; r++) {
+    for (const name of headers[r].entries.keys()) {
+      const t = layout.tensors[name];
+      if (!t || (t.layout === 'whole' && r > 0)) throw new Error(`Checkpoint ${file}: shard ${r} of ${W} holds '${name}', which its layout does not list there`);
+    }
+  }
+  if (JSON.stringify(sortedEntries(headers[0].metadata)) !== JSON.stringify(sortedEntries(layout.metadata))) {
+    throw new Error(`Checkpoint ${file}: its layout's metadata differs from what shard 0 recorded`);
+  }
   const entries = new Map<string, CheckpointTensorInfo>();
   for (const [name, t] of Object.entries(layout.tensors)) {
     entries.set(name, { name, dtype: t.dtype, shape: t.shape, layout: t.layout });
@@ -167,15 +198,24 @@ async function openSharded(file: string): Promise<CheckpointSource> {
     read: async (name, target, shard) => {
       const info = entries.get(name);
       if (!info) throw new Error(`Checkpoint ${file} has no '${name}'`);
-      if (info.layout === 'whole') return readPart(path.join(dir, layout.shards[0].file), headers[0], name, target, { worldSize: 1, rank: 0 }, shard, entries);
+      const whole = { worldSize: 1, rank: 0 };
+      if (info.layout === 'whole') {
+        const file0 = path.join(dir, layout.shards[0].file);
+        if (!shard || shard.worldSize === 1) return readPart(file0, headers[0], name, target, whole, shard, entries);
+        return throughHost(target, (host) => readPart(file0, headers[0], name, host, whole, shard, entries));
+      }
       // A shard of the same world reads its own file as it is; any other reads the rows
       // it needs out of every file.
       if (shard && shard.worldSize === W) return readPart(path.join(dir, layout.shards[shard.rank].file), headers[shard.rank], name, target, shard, shard, entries);
-      for (let r = 0; r < W; r++) {
-        await readPart(path.join(dir, layout.shards[r].file), headers[r], name, target, { worldSize: W, rank: r }, shard, entries);
-      }
+      await throughHost(target, async (host) => {
+        for (let r = 0; r < W; r++) await readPart(path.join(dir, layout.shards[r].file), headers[r], name, host, { worldSize: W, rank: r }, shard, entries);
+      });
     },
   };
+}
+
+function sortedEntries(record: Record<string, string>): Array<[string, string]> {
+  return Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 function checkLayout(layout: ShardedLayout, file: string): void {

@@ -21,7 +21,7 @@ import { context as jobContext, init, isInitialized } from '../distribute/proces
 import { batchesOf } from '../estimator/input';
 import { checkpointItemsOf, CheckpointManager, restoreOptimizerState } from '../estimator/checkpoint_manager';
 import { ModeKeys } from '../estimator/mode_keys';
-import { shareWholeVariables } from '../estimator/replicas';
+import { agreeOnRestoredStep, shareWholeVariables } from '../estimator/replicas';
 import { announceStepStop, CompiledStep, PreparedBatch } from '../graph/compiled_step';
 import { Graph, Node, SymbolicTensor, VariableStore } from '../graph/graph';
 import { assertFinite } from '../graph/ops/assert_finite';
@@ -168,6 +168,8 @@ export class MonitoredSession {
   /** Under a job: the ranks already agreed to stop (no rank will run another step). */
   private settled = false;
   private closed = false;
+  /** A run failed: close() then saves nothing (under a job the ranks may no longer be in step). */
+  private failed = false;
   private readonly requests = { stop: false, save: false };
 
   constructor(options: MonitoredTrainingSessionOptions = {}) {
@@ -194,7 +196,7 @@ export class MonitoredSession {
     return this.step;
   }
 
-  /** True once a hook asked to stop, the input ended (on any rank of a job), or close() was called. */
+  /** True once a hook asked to stop, the input ended (on any rank of a job), a run failed, or close() was called. */
   shouldStop(): boolean {
     return this.stopped || this.closed;
   }
@@ -225,7 +227,9 @@ export class MonitoredSession {
     try {
       prepared = await compiled.step.prepare(batch);
     } catch (error) {
+      // The others, in this step's first exchange, fail with this reason; nothing else is owed them.
       compiled.step.tellPeersOfFailure(`a batch of rank ${graph.world.rank} failed: ${(error as Error)?.message}`);
+      this.failed = this.settled = this.stopped = true;
       throw error;
     }
     let result;
@@ -237,6 +241,8 @@ export class MonitoredSession {
         this.settled = true;
         return undefined;
       }
+      // The step told the others what it could (native/exec/plan.cc tellPeersOfFailure).
+      this.failed = this.settled = this.stopped = true;
       throw error;
     }
     if (compiled.trains) this.step++;
@@ -269,7 +275,7 @@ export class MonitoredSession {
       this.settled = true;
       await announceStepStop(this.graph.world.rank);
     }
-    if (this.started && this.checkpoints && this.step !== this.lastSavedStep) await this.save();
+    if (this.started && !this.failed && this.checkpoints && this.step !== this.lastSavedStep) await this.save();
     for (const hook of this.hooks) await hook.end?.(this);
     const input = this.graph && inputsOf.get(this.graph);
     await input?.rest?.return?.(undefined);
@@ -305,7 +311,10 @@ export class MonitoredSession {
     this.started ??= (async () => {
       if (graph.world.size > 1 && !isInitialized()) await init();
       if (this.checkpoints) await this.restore(graph);
-      if (graph.world.size > 1) await shareWholeVariables(graph.store, this.shared);
+      if (graph.world.size > 1) {
+        await shareWholeVariables(graph.store, this.shared);
+        if (this.checkpoints) await agreeOnRestoredStep(this.step, this.checkpoints.modelDir);
+      }
       this.lastSavedStep = this.step;
       this.lastLog = { time: Date.now(), step: this.step };
       for (const hook of this.hooks) await (hook instanceof StopAtStepHook ? hook.begin(this.step) : hook.begin?.());

@@ -176,7 +176,13 @@ void payload(uint64_t sent, uint64_t received) {
 template <typename Body>
 auto run(ProcessGroup& group, CollectiveKind kind, Body body) -> decltype(body(uint64_t(0))) {
   const char* name = collectiveName(kind);
-  std::lock_guard<std::mutex> exclusive(group.exchangeMutex());
+  // Bounded: a compiled step's collective waiting for this thread's device while that
+  // device's thread waits here would otherwise never end.
+  std::unique_lock<std::timed_mutex> exclusive(group.exchangeMutex(), std::defer_lock);
+  if (!exclusive.try_lock_for(group.config().timeout)) {
+    failWith(ErrorCode::Timeout, name, ": another collective of this process held the process group for ",
+             group.config().timeout.count(), " ms (HB_COMM_TIMEOUT_MS); hb.distribute's collectives and a running step's wait for each other");
+  }
   const uint64_t sequence = group.beginCollective(name);
   const auto started = Clock::now();
   payload(0, 0);

@@ -78,7 +78,7 @@ class ProcessGroup {
 
   // Held for the whole of each collective: hb.distribute's run on the group's queue and
   // a compiled step's on its device's thread, and they must not interleave on the wire.
-  std::mutex& exchangeMutex() { return exchangeMutex_; }
+  std::timed_mutex& exchangeMutex() { return exchangeMutex_; }
 
   ExchangeStats stats() const {
     std::lock_guard<std::mutex> lock(statsMutex_);
@@ -106,7 +106,7 @@ class ProcessGroup {
   std::unique_ptr<TcpStoreClient> store_;
   std::unique_ptr<Communicator> communicator_;
   std::mutex mutex_;
-  std::mutex exchangeMutex_;
+  std::timed_mutex exchangeMutex_;
   mutable std::mutex statsMutex_;
   ExchangeStats stats_;
   uint64_t sequence_ = 0;

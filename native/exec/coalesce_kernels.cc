@@ -121,7 +121,7 @@ void unpackBySourceKernel(KernelArgs& args) {
     at += k;
     for (int64_t c = 0; c < k; ++c) {
       const int64_t n = layout[c * W + q];
-      std::memcpy(out[size_t(c)], in + at, size_t(n) * sizeof(int64_t));
+      if (n > 0) std::memcpy(out[size_t(c)], in + at, size_t(n) * sizeof(int64_t));
       out[size_t(c)] += n;
       at += n;
     }
@@ -167,7 +167,7 @@ void packRowsKernel(KernelArgs& args) {
     const int64_t begin = at;
     for (int64_t c = 0; c < k; ++c) {
       const int64_t values = int64_t(L.counts[c * L.W + q]) * width[size_t(c)];
-      std::memcpy(out + at, args.in[size_t(1 + c)].data<float>() + from[size_t(c)], size_t(values) * sizeof(float));
+      if (values > 0) std::memcpy(out + at, args.in[size_t(1 + c)].data<float>() + from[size_t(c)], size_t(values) * sizeof(float));
       from[size_t(c)] += values;
       at += values;
     }
@@ -192,12 +192,12 @@ void unpackRowsKernel(KernelArgs& args) {
     int64_t n = 0;
     for (int64_t q = 0; q < L.W; ++q) n += L.counts[c * L.W + q];
     // n < 2^31 * W and d < 2^31: a product past what arrived is refused before it could wrap.
-    HB_CHECK_CODE(n == 0 || int64_t(d) <= packed.size() / n, Corrupt, args.name, ": the layout describes more values than ",
-                  packed.size(), " that arrived");
+    HB_CHECK_CODE(n == 0 || int64_t(d) <= packed.size() / n, Corrupt, args.name,
+                  ": the layout describes more values than the ", packed.size(), " that arrived");
     total += n * int64_t(d);
   }
-  HB_CHECK_CODE(total == packed.size(), Corrupt, args.name, ": the layout describes ", total, " values, ", packed.size(),
-                " arrived");
+  HB_CHECK_CODE(total == packed.size(), Corrupt, args.name, ": the layout describes ", total, " values, not the ",
+                packed.size(), " that arrived");
   for (int64_t c = 0; c < k; ++c) {
     int64_t n = 0;
     for (int64_t q = 0; q < L.W; ++q) n += L.counts[c * L.W + q];
@@ -208,7 +208,7 @@ void unpackRowsKernel(KernelArgs& args) {
   for (int64_t q = 0; q < L.W; ++q) {
     for (int64_t c = 0; c < k; ++c) {
       const int64_t values = int64_t(L.counts[c * L.W + q]) * int64_t(dims[size_t(c)]);
-      std::memcpy(out[size_t(c)], in + at, size_t(values) * sizeof(float));
+      if (values > 0) std::memcpy(out[size_t(c)], in + at, size_t(values) * sizeof(float));
       out[size_t(c)] += values;
       at += values;
     }

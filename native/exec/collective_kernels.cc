@@ -41,7 +41,7 @@ std::shared_ptr<ProcessGroup> groupFor(const KernelArgs& args, double worldSize,
                   " processes, but hb.distribute is not initialized in this one");
     return nullptr;
   }
-  if (group->worldSize() != int(worldSize)) {
+  if (double(group->worldSize()) != worldSize) {
     distribute::announceFailure(*group, kind, args.name + ": this step was compiled for a world of " +
                                                   std::to_string(int64_t(worldSize)) + " processes, the job has " +
                                                   std::to_string(group->worldSize()));

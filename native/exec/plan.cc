@@ -196,17 +196,19 @@ void Plan::validate() {
 }
 
 void Plan::tellPeersOfFailure(size_t firstStep, const std::string& why) const {
-  for (size_t at = firstStep; at < steps_.size(); ++at) {
-    const int kind = steps_[at].kernel->collective;
-    if (kind == 0) continue;
-    std::shared_ptr<distribute::ProcessGroup> group = distribute::worldGroup();
-    if (!group || group->worldSize() == 1) return;
-    try {
-      distribute::announceFailure(*group, distribute::CollectiveKind(kind), why);
-    } catch (const std::exception&) {
-      // The error this rank reports is its own, thrown by the caller.
-    }
-    return;
+  std::shared_ptr<distribute::ProcessGroup> group = distribute::worldGroup();
+  if (!group || group->worldSize() == 1) return;
+  int kind = 0;
+  for (size_t at = firstStep; at < steps_.size() && kind == 0; ++at) kind = steps_[at].kernel->collective;
+  // Past the step's last exchange (an update that refused a gradient only this rank
+  // holds): the others go on to their next step, whose first exchange is step_sync's
+  // allreduce; they hear of it there.
+  if (kind == 0 && !steps_.empty() && steps_[0].kernel->name == "step_sync") kind = steps_[0].kernel->collective;
+  if (kind == 0) return;
+  try {
+    distribute::announceFailure(*group, distribute::CollectiveKind(kind), why);
+  } catch (const std::exception&) {
+    // The error this rank reports is its own, thrown by the caller.
   }
 }
 

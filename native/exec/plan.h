@@ -79,8 +79,9 @@ class Plan {
                 const std::vector<int>& fetch);
 
   // When this rank's run fails before step `firstStep`: joins the plan's next exchange
-  // from there with the reason, so the other ranks, waiting in it, fail with it too
-  // (nothing to do in a world of one, or for a plan without exchanges).
+  // from there with the reason, so the other ranks, waiting in it, fail with it too; past
+  // the plan's last exchange, the next step's first one (nothing to do in a world of
+  // one, or for a plan without exchanges).
   void tellPeersOfFailure(size_t firstStep, const std::string& why) const;
 
   const std::vector<PlanValue>& values() const { return values_; }

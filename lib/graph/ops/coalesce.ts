@@ -9,6 +9,7 @@
 //   unpackRows      the inverse; its gradient is packRows
 import { DYNAMIC, SymbolicTensor } from '../graph';
 import { applyOpOutputs, defineOp } from '../op_registry';
+import { scale } from './elementwise';
 
 const packByOwnerDef = defineOp({
   name: 'pack_by_owner',
@@ -82,6 +83,8 @@ export function unpackRows(packed: SymbolicTensor, layout: SymbolicTensor, dims:
   return [...applyOpOutputs(unpackRowsDef, [packed, layout], { dims }, name)];
 }
 
+// Zeros shaped like rows whose count is known only at run time (the rows times 0; they
+// come from a table, so they are finite).
 function zerosLikeRows(t: SymbolicTensor): SymbolicTensor {
-  throw new Error(`coalesced lookup: no gradient reaches '${t.name}'; every column of a coalesced group must feed the loss`);
+  return scale(t, 0, `${t.name}/no_gradient`);
 }
