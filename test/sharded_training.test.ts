@@ -169,6 +169,16 @@ describeGloo('hybrid-parallel training across processes', () => {
     expect(gap(bf16)).toBeGreaterThan(0);
   }, 120_000);
 
+  test('trainAndEvaluate: the ranks agree when the throttle calls for an evaluation, and evaluate at the same steps', async () => {
+    const ranks = (await job(2, { optimizer: 'adagrad', steps: 7, trainAndEvaluate: true })) as Array<WorkerResult & { evaluatedAt: number[]; final: Record<string, number> }>;
+    // throttleSecs 0: a rank asks after every step; the ranks agree on it in the next
+    // step's first exchange and pause after that step; once more at the end.
+    expect(ranks[0].evaluatedAt).toEqual([2, 4, 6, 7]);
+    expect(ranks[1].evaluatedAt).toEqual(ranks[0].evaluatedAt);
+    expect(ranks[1].final).toEqual(ranks[0].final);
+    expect(ranks.map((r) => r.globalStep)).toEqual([7, 7]);
+  }, 120_000);
+
   test('evaluation over 2 ranks reports the metrics of one process evaluating all the rows', async () => {
     const config = { optimizer: 'adagrad', steps: 10, evaluate: 4 };
     const [ref, ranks] = await Promise.all([reference(2, config), job(2, config)]);
