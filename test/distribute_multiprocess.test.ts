@@ -93,8 +93,8 @@ describeGloo('collectives over Gloo between processes', () => {
     }
   });
 
-  test('a dataset made under a job reads this rank\'s share by default: every row once across the ranks', async () => {
-    const run = await runNode(launchArgs(3, 'partitions'), { timeoutMs: 60_000 });
+  test.each(['partitions', 'partitionsBeforeInit'])("a dataset made under a job reads this rank's share by default: every row once across the ranks (%s)", async (scenario) => {
+    const run = await runNode(launchArgs(3, scenario), { timeoutMs: 60_000 });
     expect(run.code).toBe(0);
     const results = resultsByRank(run.stdout);
     const shares = [0, 1, 2].map((r) => results.get(r).values as number[]);

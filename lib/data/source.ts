@@ -5,6 +5,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { context, isInitialized } from '../distribute/process_group';
+import { rendezvousFromEnv } from '../distribute/rendezvous_env';
 import type { Batch, Column } from './batch';
 import { decodeChunk } from './decode_chunk';
 import { WorkerPool } from './pool';
@@ -30,7 +31,7 @@ export function newStats(): DatasetStats {
 export interface SourceOptions {
   /** Reader threads (default: os.availableParallelism()). */
   numWorkers?: number;
-  /** Split the units between this many readers (processes or ranks)... Default: the world size once hb.distribute.init() has run with several ranks, else 1. */
+  /** Split the units between this many readers (processes or ranks)... Default: the world size in a job of several ranks (hb-ts launch's environment, or init()), else 1. */
   partitionCount?: number;
   /** ...and read share number partitionIndex (0-based). Default: this rank under a job, else 0. */
   partitionIndex?: number;
@@ -141,9 +142,10 @@ function integerOption(value: unknown, fallback: number, min: number, argument: 
 /** numWorkers, partitionCount and partitionIndex, checked; `where` names the caller in errors. */
 export function sourceOptions(options: SourceOptions & { blockRows?: number }, where: string): { numWorkers: number; partitionCount: number; partitionIndex: number; blockRows: number } {
   const numWorkers = integerOption(options.numWorkers, os.availableParallelism(), 1, `${where}: numWorkers`);
-  // Under a job (hb.distribute.init with several ranks) each rank reads its own share
-  // unless told otherwise, as HybridBackend's datasets do.
-  const job = options.partitionCount === undefined && options.partitionIndex === undefined && isInitialized() ? context() : undefined;
+  // Under a job each rank reads its own share unless told otherwise, as HybridBackend's
+  // datasets do: the job the environment describes (hb-ts launch's), joined or not yet,
+  // so a dataset made before the Estimator or a session joins it is split too.
+  const job = options.partitionCount === undefined && options.partitionIndex === undefined ? (isInitialized() ? context() : rendezvousFromEnv()) : undefined;
   const inJob = job !== undefined && job.worldSize > 1;
   const partitionCount = integerOption(options.partitionCount, inJob ? job.worldSize : 1, 1, `${where}: partitionCount`);
   const partitionIndex = integerOption(options.partitionIndex, inJob ? job.rank : 0, 0, `${where}: partitionIndex`);
