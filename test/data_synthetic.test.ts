@@ -169,6 +169,33 @@ describe('Dataset.synthetic', () => {
     expect(learned).toBeLessThanOrEqual(best + 0.01);
   });
 
+  test("splits by the RANK and WORLD_SIZE hb-ts launch sets, before the job is joined; by nothing when they describe no job", async () => {
+    const rows = async () => {
+      let n = 0;
+      const tables = [{ name: 't', vocabularySize: 10, hotness: 1 }];
+      for await (const b of hb.data.Dataset.synthetic({ numDense: 1, tables, numSamples: 4096, seed: 1, blockRows: 256 }).batch(1024)) n += (b.labels as Float32Array).length;
+      return n;
+    };
+    const saved = { RANK: process.env.RANK, WORLD_SIZE: process.env.WORLD_SIZE };
+    const set = (env: Record<string, string | undefined>) => {
+      for (const [k, v] of Object.entries(env)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    };
+    try {
+      set({ RANK: '1', WORLD_SIZE: '2' });
+      expect(await rows()).toBe(2048);
+      // A malformed environment (or only a scheduler's variables) splits nothing and throws nothing.
+      for (const env of [{ RANK: '5', WORLD_SIZE: '2' }, { RANK: '0', WORLD_SIZE: 'x' }, { RANK: '1', WORLD_SIZE: undefined }]) {
+        set(env);
+        expect(await rows()).toBe(4096);
+      }
+    } finally {
+      set(saved);
+    }
+  });
+
   test('bad options are Errors naming the option', () => {
     expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 0 }], numSamples: 10 })).toThrow(/tables\[0\]\.vocabularySize/);
     expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 10, hotness: [3, 1] }], numSamples: 10 })).toThrow(/hotness/);

@@ -86,6 +86,22 @@ describe('the sharded lookup in a world of one gives the local lookup bits', () 
   });
 });
 
+test('a coalesced group whose column the loss does not read is refused (a zero gradient is not a no-op for every optimizer)', () => {
+  const graph = new Graph(new VariableStore(), 'train', 'cpu');
+  const example = hb.ragged(BigInt64Array.from([1n, 2n]), Int32Array.from([0, 1, 2]));
+  const lookups = [0, 1].map((i) => ({
+    shard: graph.variableTensor(hb.variable(new Float32Array(20), { shape: [10, 2] })),
+    ids: raggedFeed(graph, `g${i}`, (b) => b.features[`g${i}`] as hb.Ragged, example),
+    combiner: 'sum' as const,
+    name: `g${i}`,
+    rows: 10,
+    dim: 2,
+  }));
+  const [used] = coalescedShardedLookup(lookups, { worldSize: 1, rank: 0, wire: 'float32', name: 'group' });
+  const loss = m.reduceMean(m.square(used));
+  expect(() => new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss)).toThrow(/the loss does not depend on 'group\/unpack_rows:1'; every column of a coalesced group must feed the loss/);
+});
+
 const OP = 'sharded/op';
 const host = (values: Float32Array | Int32Array | BigInt64Array, shape?: number[]) => hb.tensor(values, shape ?? [values.length], undefined, { device: 'cpu' }).handle;
 async function values(h: NativeTensorHandle | null) {

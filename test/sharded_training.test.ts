@@ -203,8 +203,10 @@ describeGloo('evaluation and prediction when ranks have different numbers of bat
       // mean of batch means, and the batches differ).
       expect(r.evaluation!.auc).toBe(ref.evaluation!.auc);
       expect(r.evaluation!.mean).toBeCloseTo(ref.evaluation!.mean, 6);
-      // The empty batches added nothing: a metric of the per-batch loss is the loss.
+      // The empty batches added nothing: a metric of the per-batch loss is the loss, and a
+      // metric of a feature is the one process's.
       expect(r.evaluation!.meanLoss).toBeCloseTo(r.evaluation!.loss, 6);
+      expect(r.evaluation!.meanX).toBeCloseTo(ref.evaluation!.meanX, 6);
       expect(r.predictions).toHaveLength(predictCounts[r.rank] * perRank);
     }
     // Rank r's rows of batch s sit in one process's batch s after the rows of the ranks
@@ -251,6 +253,13 @@ describeGloo('failures in a job', () => {
     expect(ranks[1].failure!.message).toBe("feature column 'x': feature 'x' is missing from the batch (it has 'a', 'b', 'c')");
     expect(ranks[0].failure!.message).toMatch(/^training step 3: .*rank 1 failed its own checks: the next batch of rank 1 failed: feature column 'x': feature 'x' is missing/);
     expect(ranks.map((r) => r.globalStep)).toEqual([2, 2]);
+  }, 120_000);
+
+  test("a rank whose evaluation input breaks stops every rank's evaluation with its reason", async () => {
+    const { ranks, ms } = await failingJob(2, { steps: 2, evalCounts: [3, 3], rankOverrides: { 1: { evalFailsAfter: 1 } } });
+    expect(ms).toBeLessThan(20_000);
+    expect(ranks[1].failure!.message).toBe('the evaluation input of this rank broke after 1 batches');
+    expect(ranks[0].failure!.message).toMatch(/rank 1 failed its own checks: the evaluation input of rank 1 failed: the evaluation input of this rank broke after 1 batches/);
   }, 120_000);
 
   test('a rank that stops reading its predictions early keeps the job in step', async () => {
@@ -384,6 +393,21 @@ describeGloo('checkpoints of a job', () => {
       }
     }
   }, 180_000);
+
+  test('a rank that cannot restore stops every rank before anything trains', async () => {
+    await ranksOf(2, { optimizer: 'sgd', steps: 2, modelDir: dir });
+    const broken = copyOf(dir);
+    try {
+      for (const f of fs.readdirSync(broken).filter((n) => n.includes('.shard-'))) fs.truncateSync(path.join(broken, f), 10);
+      const run = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ optimizer: 'sgd', steps: 2, firstStep: 2, perRank: G / 2, modelDir: dir, lateRestore: true, rankOverrides: { 1: { modelDir: broken } } })], { env, timeoutMs: 60_000 });
+      expect(run.code).toBe(1);
+      const [r0, r1] = results(run.stdout);
+      expect(r1.message).toMatch(/^No usable checkpoint in .*: shard \d of 2 is corrupt/s);
+      expect(r0.message).toMatch(/^rank 1 could not restore from .* \(see its error\); no rank trains$/);
+    } finally {
+      fs.rmSync(broken, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   test('ranks that restored different checkpoints (one could not see the newest) refuse to train', async () => {
     const other = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-sharded-other-'));

@@ -5,7 +5,6 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { context, isInitialized } from '../distribute/process_group';
-import { rendezvousFromEnv } from '../distribute/rendezvous_env';
 import type { Batch, Column } from './batch';
 import { decodeChunk } from './decode_chunk';
 import { WorkerPool } from './pool';
@@ -139,13 +138,25 @@ function integerOption(value: unknown, fallback: number, min: number, argument: 
   return value;
 }
 
+/**
+ * The job hb-ts launch (or torchrun) started this process in, from RANK and WORLD_SIZE
+ * alone, before it joins: nothing else of the environment is needed to split a dataset,
+ * and a malformed one (or a scheduler's allocation a plain script runs in) splits nothing.
+ */
+function launchedJob(): { worldSize: number; rank: number } | undefined {
+  const worldSize = Number(process.env.WORLD_SIZE);
+  const rank = Number(process.env.RANK);
+  if (!Number.isSafeInteger(worldSize) || worldSize < 2 || !Number.isSafeInteger(rank) || rank < 0 || rank >= worldSize) return undefined;
+  return { worldSize, rank };
+}
+
 /** numWorkers, partitionCount and partitionIndex, checked; `where` names the caller in errors. */
 export function sourceOptions(options: SourceOptions & { blockRows?: number }, where: string): { numWorkers: number; partitionCount: number; partitionIndex: number; blockRows: number } {
   const numWorkers = integerOption(options.numWorkers, os.availableParallelism(), 1, `${where}: numWorkers`);
   // Under a job each rank reads its own share unless told otherwise, as HybridBackend's
-  // datasets do: the job the environment describes (hb-ts launch's), joined or not yet,
-  // so a dataset made before the Estimator or a session joins it is split too.
-  const job = options.partitionCount === undefined && options.partitionIndex === undefined ? (isInitialized() ? context() : rendezvousFromEnv()) : undefined;
+  // datasets do: the job joined, or the one hb-ts launch started this process in, so a
+  // dataset made before the Estimator or a session joins it is split too.
+  const job = options.partitionCount === undefined && options.partitionIndex === undefined ? (isInitialized() ? context() : launchedJob()) : undefined;
   const inJob = job !== undefined && job.worldSize > 1;
   const partitionCount = integerOption(options.partitionCount, inJob ? job.worldSize : 1, 1, `${where}: partitionCount`);
   const partitionIndex = integerOption(options.partitionIndex, inJob ? job.rank : 0, 0, `${where}: partitionIndex`);

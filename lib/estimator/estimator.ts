@@ -124,18 +124,28 @@ export class Estimator {
   /** The model of `mode`, built on first use, with its variables restored. */
   private async build(mode: Mode, example: Batch): Promise<BuiltModel> {
     await this.joinJob();
-    await this.restoreGlobalStep();
-    const built = this.model.get(mode) ?? (await this.model.build(mode, example));
-    // A model built before is restored again too: when its restore failed, returning it
-    // as it is would train its initial values from the checkpoint's step, and the saves
-    // would rotate the checkpoints out. This does nothing once all is restored.
-    await this.restoreNewVariables();
-    await this.shareWholeVariables();
-    if (this.world.size > 1 && this.checkpoints && !this.stepAgreed) {
-      await agreeOnRestoredStep(this.step, this.checkpoints.modelDir);
+    // Under a job, the first build's restore is settled between the ranks before anything
+    // is shared: a rank that could not restore, or restored another step, stops them all.
+    const settle = this.world.size > 1 && this.checkpoints !== undefined && !this.stepAgreed;
+    let built: BuiltModel | undefined;
+    let failure: Error | undefined;
+    try {
+      await this.restoreGlobalStep();
+      built = this.model.get(mode) ?? (await this.model.build(mode, example));
+      // A model built before is restored again too: when its restore failed, returning it
+      // as it is would train its initial values from the checkpoint's step, and the saves
+      // would rotate the checkpoints out. This does nothing once all is restored.
+      await this.restoreNewVariables();
+    } catch (error) {
+      if (!settle) throw error;
+      failure = error as Error;
+    }
+    if (settle) {
+      await agreeOnRestoredStep(this.step, this.checkpoints!.modelDir, failure);
       this.stepAgreed = true;
     }
-    return built;
+    await this.shareWholeVariables();
+    return built!;
   }
 
   /** Under a job: joins it (hb.distribute.init) unless this process already has. */
@@ -302,14 +312,19 @@ export class Estimator {
         built.step.tellPeersOfFailure(`an evaluation batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
         throw error;
       }
-      // An empty batch runs the step's exchanges only: its metrics would count it.
-      const step = mine ? built.step : (built.emptyStep ?? built.step);
-      const result = await step.run(prepared, { hasBatch: mine });
+      // An empty batch takes part in the exchanges; its metrics add nothing (a step of no
+      // rows accumulates nothing, native/exec/metric_kernels.cc).
+      const result = await built.step.run(prepared, { hasBatch: mine });
       if (result.agreed && !result.agreed.hasBatch) break;
       if (!mine) continue;
       lossSum += (result.outputs[0] as Float32Array)[0];
       count++;
-      current = await batches.next();
+      try {
+        current = await batches.next();
+      } catch (error) {
+        built.step.tellPeersOfFailure(`the evaluation input of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
+        throw error;
+      }
     }
     if (this.world.size > 1) {
       // Over every rank's examples: the loss is the mean of all ranks' batch losses.
@@ -377,7 +392,13 @@ export class Estimator {
               yield example;
             }
           }
-          current = await batches.next();
+          try {
+            current = await batches.next();
+          } catch (error) {
+            built.step.tellPeersOfFailure(`the prediction input of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
+            agreedDone = true;
+            throw error;
+          }
         }
       } finally {
         // Under a job, a loop that stopped early here (a break) still owes the others its

@@ -25,11 +25,6 @@ export interface BuiltModel {
   graph: Graph;
   spec: EstimatorSpec;
   step: CompiledStep;
-  /**
-   * Under a job, EVAL: the step without the metrics' accumulators, for the empty batches
-   * a rank runs once its input ended (its exchanges are the step's; it adds nothing).
-   */
-  emptyStep?: CompiledStep;
   /** Keys of the fetched predictions, in fetch order (PREDICT). */
   predictionKeys: string[];
   /** Width of each fetched value per example. */
@@ -100,9 +95,8 @@ export class ModelBuilder {
       }
     }
     const step = new CompiledStep(graph, fetches, effects, {}, sync && { ...sync, rank: this.world.rank });
-    const emptyStep = sync && mode === ModeKeys.EVAL ? new CompiledStep(graph, fetches, [], {}, { ...sync, rank: this.world.rank }) : undefined;
     const widths = fetches.map((t) => t.shape.reduce((n, d) => (d < 0 ? n : n * d), 1));
-    const made: BuiltModel = { graph, spec, step, emptyStep, predictionKeys, widths };
+    const made: BuiltModel = { graph, spec, step, predictionKeys, widths };
     this.built.set(mode, made);
     return made;
   }

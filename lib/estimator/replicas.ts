@@ -27,11 +27,20 @@ export async function shareWholeVariables(store: VariableStore, shared: Set<stri
 
 /**
  * Under a job, after each rank restored from modelDir on its own: every rank must have
- * taken the same checkpoint (a file one rank could not read, or did not see yet, would
- * leave it on an older one). Collective; throws on every rank, naming each rank's step.
+ * restored, and taken the same checkpoint (a file one rank could not read, or did not
+ * see yet, would leave it on an older one). Collective; throws on every rank (a rank
+ * whose restore failed, `failure`, throws that), naming what differs.
  */
-export async function agreeOnRestoredStep(step: number, modelDir: string): Promise<void> {
-  const steps = Array.from((await (await allgather(tensor(Float64Array.of(step), [1], 'float64', { device: 'cpu' }))).data()) as Float64Array);
+export async function agreeOnRestoredStep(step: number, modelDir: string, failure?: Error): Promise<void> {
+  const mine = Float64Array.of(failure ? 1 : 0, step);
+  const all = (await (await allgather(tensor(mine, [1, 2], 'float64', { device: 'cpu' }))).data()) as Float64Array;
+  if (failure) throw failure;
+  const ranks = Array.from({ length: all.length / 2 }, (_, r) => r);
+  const failed = ranks.filter((r) => all[2 * r] !== 0);
+  if (failed.length > 0) {
+    throw new Error(`rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} could not restore from ${modelDir} (see ${failed.length > 1 ? 'their' : 'its'} error); no rank trains`);
+  }
+  const steps = ranks.map((r) => all[2 * r + 1]);
   if (steps.some((s) => s !== step)) {
     throw new Error(
       `the ranks restored different checkpoints from ${modelDir} (${steps.map((s, r) => `rank ${r}: step ${s}`).join(', ')}): ` +

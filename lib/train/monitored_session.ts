@@ -168,7 +168,7 @@ export class MonitoredSession {
   /** Under a job: the ranks already agreed to stop (no rank will run another step). */
   private settled = false;
   private closed = false;
-  /** A run failed: close() then saves nothing (under a job the ranks may no longer be in step). */
+  /** A run failed: close() then saves nothing, as TF's session does not (and under a job the ranks may no longer be in step). */
   private failed = false;
   private readonly requests = { stop: false, save: false };
 
@@ -310,10 +310,18 @@ export class MonitoredSession {
   private start(graph: Graph): Promise<void> {
     this.started ??= (async () => {
       if (graph.world.size > 1 && !isInitialized()) await init();
-      if (this.checkpoints) await this.restore(graph);
+      let failure: Error | undefined;
+      try {
+        if (this.checkpoints) await this.restore(graph);
+      } catch (error) {
+        if (graph.world.size <= 1) throw error;
+        failure = error as Error;
+      }
       if (graph.world.size > 1) {
+        // Settled between the ranks before anything is shared: one that could not restore,
+        // or restored another step, stops them all.
+        if (this.checkpoints) await agreeOnRestoredStep(this.step, this.checkpoints.modelDir, failure);
         await shareWholeVariables(graph.store, this.shared);
-        if (this.checkpoints) await agreeOnRestoredStep(this.step, this.checkpoints.modelDir);
       }
       this.lastSavedStep = this.step;
       this.lastLog = { time: Date.now(), step: this.step };

@@ -73,17 +73,20 @@ std::vector<CollectiveHeader> exchangeHeaders(ProcessGroup& group, CollectiveHea
   for (const CollectiveHeader& h : all) {
     if (h.magic != kHeaderMagic) throw OutOfStep(std::string(name) + ": a peer sent a malformed header (another hb-ts version?)");
   }
+  auto outOfStep = [&](const CollectiveHeader& h) {
+    std::ostringstream message;
+    message << "ranks called different collectives: rank " << mine.rank << " is in " << name << " #" << mine.sequence
+            << ", rank " << h.rank << " in " << collectiveName(CollectiveKind(h.kind)) << " #" << h.sequence
+            << "; every rank must call the same collectives in the same order";
+    return OutOfStep(message.str());
+  };
   for (const CollectiveHeader& h : all) {
-    if (h.kind != mine.kind || h.sequence != mine.sequence) {
-      std::ostringstream message;
-      message << "ranks called different collectives: rank " << mine.rank << " is in " << name << " #" << mine.sequence
-              << ", rank " << h.rank << " in " << collectiveName(CollectiveKind(h.kind)) << " #" << h.sequence
-              << "; every rank must call the same collectives in the same order";
-      throw OutOfStep(message.str());
-    }
+    if (h.sequence != mine.sequence) throw outOfStep(h);
   }
-  // A rank whose own arguments failed reports its own reason; the others, the first
-  // failed rank's.
+  // A failure announced in this exchange is heard before kinds are compared: the
+  // announcing rank's step failed before an exchange that may be of another kind than the
+  // one its peers are in, and its reason is what every rank reports. A rank whose own
+  // arguments failed reports its own reason; the others, the first failed rank's.
   if (mine.failure[0] != 0) {
     throw AgreedError(std::string(name) + ": " + std::string(mine.failure, strnlen(mine.failure, sizeof mine.failure)),
                       ErrorCode::InvalidArgument);
@@ -94,6 +97,9 @@ std::vector<CollectiveHeader> exchangeHeaders(ProcessGroup& group, CollectiveHea
                             std::string(h.failure, strnlen(h.failure, sizeof h.failure)),
                         ErrorCode::InvalidArgument);
     }
+  }
+  for (const CollectiveHeader& h : all) {
+    if (h.kind != mine.kind) throw outOfStep(h);
   }
   return all;
 }

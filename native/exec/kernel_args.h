@@ -17,7 +17,8 @@ namespace hb {
 // Per-run state that some kernels read: the optimizers' hyperparameters of this step
 // (update kernels take an index into them), the batch size, the plan's device.
 struct StepContext {
-  int64_t batch = 0;
+  // The run's batch size; -1 for an eager call (kernelRun), which is not a step.
+  int64_t batch = -1;
   std::vector<OptimizerHyper> hypers;
   Device device;
 };

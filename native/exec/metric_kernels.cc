@@ -41,7 +41,12 @@ Weights weightsAt(const KernelArgs& args, size_t index, const char* kernel, int6
 // (O(n log T)); a prediction in bucket k is positive at the k smallest thresholds.
 // Buckets are summed over fixed blocks of predictions and the blocks combined in order,
 // so the sums do not depend on the thread count.
+// A step of no rows (a rank whose evaluation input ended, running the others' exchanges)
+// adds nothing: not even the one value of a per-batch scalar such as the loss.
+bool emptyStep(const KernelArgs& args) { return args.step != nullptr && args.step->batch == 0; }
+
 void aucAccumulateKernel(KernelArgs& args) {
+  if (emptyStep(args)) return;
   HB_CHECK((args.in.size() == 3 || args.in.size() == 4) && args.out.size() == 4, args.name,
            ": kernel auc_accumulate takes 3 or 4 inputs (labels, predictions, thresholds, weights) and 4 outputs "
            "(tp, fn, tn, fp), got ",
@@ -128,6 +133,7 @@ void aucAccumulateKernel(KernelArgs& args) {
 
 // total += sum(v * w); count += sum(w) (the broadcast weights), or n without weights.
 void meanAccumulateKernel(KernelArgs& args) {
+  if (emptyStep(args)) return;
   HB_CHECK((args.in.size() == 1 || args.in.size() == 2) && args.out.size() == 2, args.name,
            ": kernel mean_accumulate takes 1 or 2 inputs (values, weights) and 2 outputs (total, count), got ",
            args.in.size(), " and ", args.out.size());

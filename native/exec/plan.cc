@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "cuda/dense_kernels.h"
+#include "native/core/executor.h"
 #include "native/core/status.h"
 #include "native/distribute/collectives.h"
 #include "native/distribute/world.h"
@@ -200,16 +201,28 @@ void Plan::tellPeersOfFailure(size_t firstStep, const std::string& why) const {
   if (!group || group->worldSize() == 1) return;
   int kind = 0;
   for (size_t at = firstStep; at < steps_.size() && kind == 0; ++at) kind = steps_[at].kernel->collective;
-  // Past the step's last exchange (an update that refused a gradient only this rank
-  // holds): the others go on to their next step, whose first exchange is step_sync's
-  // allreduce; they hear of it there.
-  if (kind == 0 && !steps_.empty() && steps_[0].kernel->name == "step_sync") kind = steps_[0].kernel->collective;
-  if (kind == 0) return;
-  try {
-    distribute::announceFailure(*group, distribute::CollectiveKind(kind), why);
-  } catch (const std::exception&) {
-    // The error this rank reports is its own, thrown by the caller.
+  if (kind != 0) {
+    // The others wait in this step's next exchange now: they hear it there at once.
+    try {
+      distribute::announceFailure(*group, distribute::CollectiveKind(kind), why);
+    } catch (const std::exception&) {
+      // The error this rank reports is its own, thrown by the caller.
+    }
+    return;
   }
+  // Past the step's last exchange (an update that refused a gradient only this rank
+  // holds): the others hear of it in their next exchange, whichever it is (a next step's
+  // flags, a save). That may never come, so it is announced from the group's own queue,
+  // and this rank's error goes up at once: the process may end before it is sent (the
+  // others then learn that it has gone).
+  if (steps_.empty() || steps_[0].kernel->name != "step_sync") return;
+  const Device queueDevice = group->backend() == "nccl" ? group->config().device : Device::cpu();
+  submitToQueue(distribute::processGroupQueue(), queueDevice, [group, why] {
+    try {
+      distribute::announceFailure(*group, distribute::CollectiveKind::Allreduce, why);
+    } catch (const std::exception&) {
+    }
+  });
 }
 
 std::vector<int64_t> Plan::resolve(const std::vector<int64_t>& shape, int64_t batch) const {

@@ -9,7 +9,6 @@
 //   unpackRows      the inverse; its gradient is packRows
 import { DYNAMIC, SymbolicTensor } from '../graph';
 import { applyOpOutputs, defineOp } from '../op_registry';
-import { scale } from './elementwise';
 
 const packByOwnerDef = defineOp({
   name: 'pack_by_owner',
@@ -53,8 +52,6 @@ const unpackRowsDef = defineOp({
   outputs: (_inputs, attrs) => (attrs.dims as number[]).map((d) => ({ shape: [DYNAMIC, d], dtype: 'float32' as const })),
   grad: (node, _dy, dys) => {
     const [, layout] = node.inputs;
-    // A column whose rows got no gradient contributes zeros: its part of the run is sized
-    // like its rows.
     const parts = node.outputs.map((t, i) => dys[i] ?? zerosLikeRows(t));
     return [packRows(layout, parts, `${node.name}/grad`).packed, null];
   },
@@ -83,8 +80,12 @@ export function unpackRows(packed: SymbolicTensor, layout: SymbolicTensor, dims:
   return [...applyOpOutputs(unpackRowsDef, [packed, layout], { dims }, name)];
 }
 
-// Zeros shaped like rows whose count is known only at run time (the rows times 0; they
-// come from a table, so they are finite).
+// A column of the group the loss does not read: zero gradients would still move its
+// table under optimizers whose update of a zero gradient is not a no-op (momentum, FTRL,
+// non-lazy Adam), so it is refused.
 function zerosLikeRows(t: SymbolicTensor): SymbolicTensor {
-  return scale(t, 0, `${t.name}/no_gradient`);
+  throw new Error(
+    `coalesced lookup: the loss does not depend on '${t.name}'; every column of a coalesced group must feed the loss ` +
+      '(leave the column out, or give it a group of its own with embNumGroups)',
+  );
 }
