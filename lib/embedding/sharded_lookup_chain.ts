@@ -31,15 +31,39 @@ export interface ShardedLookupOptions {
   wire: WireDType;
 }
 
-export function shardedLookupChain(shard: SymbolicTensor, ids: SymbolicRagged, options: ShardedLookupOptions): SymbolicTensor {
-  const { name, combiner, worldSize, rank, rows } = options;
+/** A column's ids readied for the exchange: pruned, unique, grouped by owner. */
+export interface RoutedIds {
+  pruned: ReturnType<typeof pruneIds>;
+  distinct: ReturnType<typeof unique>;
+  routed: ReturnType<typeof partitionByOwner>;
+}
+
+export function routeIds(ids: SymbolicRagged, combiner: LookupCombiner, worldSize: number, name: string): RoutedIds {
   const pruned = pruneIds(ids.ids, ids.rowSplits, ids.weights, combiner, `${name}/prune_ids`);
   const distinct = unique(pruned.ids, `${name}/unique`);
   const routed = partitionByOwner(distinct.ids, worldSize, `${name}/partition_by_owner`);
-  const requested = alltoallv(routed.ids, routed.sizes, { worldSize, name: `${name}/exchange_ids` });
-  const local = shardIds(requested.values, { worldSize, rank, rows, name: `${name}/shard_ids` });
-  const found = gatherRows(shard, local, { maxNorm: options.maxNorm ?? 0, name: `${name}/gather_rows` });
-  const answered = alltoallv(found, requested.counts, { worldSize, wire: options.wire, gradScale: 1 / worldSize, name: `${name}/exchange_rows` });
-  const ordered = restoreOrder(answered.values, routed.restore, `${name}/restore_order`);
+  return { pruned, distinct, routed };
+}
+
+/** The owner's side: the rows of the ids other ranks asked this shard for. */
+export function ownedRows(shard: SymbolicTensor, asked: SymbolicTensor, options: { worldSize: number; rank: number; rows: number; maxNorm?: number; name: string }): SymbolicTensor {
+  const { worldSize, rank, rows, name } = options;
+  const local = shardIds(asked, { worldSize, rank, rows, name: `${name}/shard_ids` });
+  return gatherRows(shard, local, { maxNorm: options.maxNorm ?? 0, name: `${name}/gather_rows` });
+}
+
+/** The rows that came back grouped by owner, in the ids' order and combined per example. */
+export function combineAnswered(rowsByOwner: SymbolicTensor, route: RoutedIds, combiner: LookupCombiner, name: string): SymbolicTensor {
+  const { pruned, distinct, routed } = route;
+  const ordered = restoreOrder(rowsByOwner, routed.restore, `${name}/restore_order`);
   return segmentCombine(ordered, pruned.rowSplits, { idx: distinct.inverse, weights: pruned.weights, rowIds: distinct.ids, combiner, name });
+}
+
+export function shardedLookupChain(shard: SymbolicTensor, ids: SymbolicRagged, options: ShardedLookupOptions): SymbolicTensor {
+  const { name, combiner, worldSize } = options;
+  const route = routeIds(ids, combiner, worldSize, name);
+  const requested = alltoallv(route.routed.ids, route.routed.sizes, { worldSize, name: `${name}/exchange_ids` });
+  const found = ownedRows(shard, requested.values, options);
+  const answered = alltoallv(found, requested.counts, { worldSize, wire: options.wire, gradScale: 1 / worldSize, name: `${name}/exchange_rows` });
+  return combineAnswered(answered.values, route, combiner, name);
 }

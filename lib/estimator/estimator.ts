@@ -144,18 +144,14 @@ export class Estimator {
       await agreeOnRestoredStep(this.step, this.checkpoints!.modelDir, failure);
       this.stepAgreed = true;
     }
-    await this.shareWholeVariables();
+    // Under a job: every variable each rank holds whole takes rank 0's values, once.
+    if (this.world.size > 1) await shareWholeVariables(this.model.store, this.shared);
     return built!;
   }
 
   /** Under a job: joins it (hb.distribute.init) unless this process already has. */
   private async joinJob(): Promise<void> {
     if (this.world.size > 1 && !isInitialized()) await init();
-  }
-
-  /** Under a job: every variable each rank holds whole takes rank 0's values, once. */
-  private async shareWholeVariables(): Promise<void> {
-    if (this.world.size > 1) await shareWholeVariables(this.model.store, this.shared);
   }
 
   /** What a checkpoint holds: each table with its slots, every other variable and slot. */
@@ -181,12 +177,8 @@ export class Estimator {
     if (checkpoint.path !== this.restoredFrom) this.restoreFrom(checkpoint.path, checkpoint.source.globalStep);
     const wanted = new Set(items.flatMap((i) => i.names).filter((n) => !this.restored.has(n)));
     const read = await this.checkpoints.restore(checkpoint, items, wanted);
-    this.restoreOptimizerState(checkpoint.path, checkpoint.source.metadata.optimizer_state);
+    restoreOptimizerState(checkpoint.path, checkpoint.source.metadata.optimizer_state, this.model.optimizers());
     for (const name of read) this.restored.add(name);
-  }
-
-  private restoreOptimizerState(file: string, saved: string | undefined): void {
-    restoreOptimizerState(file, saved, this.model.optimizers());
   }
 
   /**

@@ -5,7 +5,7 @@
 import { promises as fsp } from 'fs';
 import { native } from '../native';
 import { CheckpointSource, latestCheckpointSource, openCheckpoint } from '../io/checkpoint_source';
-import { CheckpointDType } from '../io/checkpoint_file';
+import { CheckpointDType, hostZeros } from '../io/checkpoint_file';
 
 export interface LoadedModelCheckpoint {
   /** The file read: a single checkpoint file, or a job's layout. */
@@ -20,7 +20,6 @@ export interface LoadedModelCheckpoint {
 
 type SavedValues = Float32Array | Float64Array | Int32Array | BigInt64Array;
 
-const ARRAYS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array };
 
 /**
  * Reads the newest usable checkpoint of a model directory (or the checkpoint file or
@@ -40,8 +39,7 @@ export async function readCheckpoint(dirOrFile: string): Promise<LoadedModelChec
   }
   const tensors: LoadedModelCheckpoint['tensors'] = new Map();
   for (const [name, info] of source.entries) {
-    const size = info.shape.reduce((a, b) => a * b, 1);
-    const handle = native.tensorFromTypedArray(new ARRAYS[info.dtype](size), info.shape, 'cpu');
+    const handle = hostZeros(info.dtype, info.shape);
     try {
       await source.read(name, handle);
       const data = (await native.tensorData(handle)) as SavedValues;

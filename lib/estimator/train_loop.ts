@@ -2,7 +2,7 @@
 // it runs, hooks after each step, checkpoints as the RunConfig says (and at the end),
 // progress shown. A step that fails with HB_ERR_NAN (the loss check) stopped before any
 // update was applied, and the error says so.
-import type { PreparedBatch, StepResult } from '../graph/compiled_step';
+import { PreparedBatch, settleDecisions, StepResult } from '../graph/compiled_step';
 import type { Batch } from './input';
 import type { BuiltModel } from './model_builder';
 import { TrainingProgress } from './progress';
@@ -98,27 +98,13 @@ export async function runTrainLoop(
       for (const hook of hooks) {
         if ((await hook.afterRun?.({ globalStep: step, loss, batchSize: result.value.batchSize, nativeMs: result.value.nativeMs })) === false) hookStop = true;
       }
-      const evaluate = evaluateWhen?.() ?? false;
       const byStep = config.saveCheckpointsSteps;
-      let due = byStep !== undefined
-        ? byStep > 0 && step % byStep === 0
-        : (config.saveCheckpointsSecs ?? 0) > 0 && Date.now() - lastSave >= (config.saveCheckpointsSecs as number) * 1000;
-      let pause: TrainStop['reason'] | undefined;
-      if (inJob) {
-        // Decisions one rank makes alone (a hook, a clock) take effect on every rank
-        // after the next step, once the ranks have agreed on them in its exchange.
-        const agreed = result.value.agreed!;
-        if (byStep === undefined) {
-          const timed = due;
-          due = agreed.save;
-          requests.save = timed && !due;
-        }
-        pause = agreed.stop ? 'hook' : agreed.evaluate ? 'evaluate' : undefined;
-        requests.stop = hookStop && !agreed.stop;
-        requests.evaluate = evaluate && !agreed.evaluate && pause === undefined;
-      } else {
-        pause = hookStop ? 'hook' : evaluate ? 'evaluate' : undefined;
-      }
+      const timed = byStep === undefined && (config.saveCheckpointsSecs ?? 0) > 0 && Date.now() - lastSave >= (config.saveCheckpointsSecs as number) * 1000;
+      // Step-counted saves are the same on every rank; a clock, a hook or the throttle is
+      // one rank's alone, and under a job takes effect once the ranks agreed on it.
+      const now = settleDecisions({ evaluate: evaluateWhen?.() ?? false, stop: hookStop, save: timed }, result.value.agreed, requests);
+      const due = byStep !== undefined ? byStep > 0 && step % byStep === 0 : now.save;
+      const pause: TrainStop['reason'] | undefined = now.stop ? 'hook' : now.evaluate ? 'evaluate' : undefined;
       if (due && host.savesCheckpoints) {
         progress.line(`saved ${await host.saveCheckpoint()}`);
         lastSave = Date.now();

@@ -44,6 +44,22 @@ export interface StepRequests {
   hasBatch?: boolean;
 }
 
+export type StepDecisions = Required<Omit<StepRequests, 'hasBatch'>>;
+
+/**
+ * What applies after a step, of what this rank decided alone (a hook's stop, a clock's
+ * save or evaluation): alone, its own decisions at once; under a job (`agreed`), what the
+ * ranks agreed in this step's first exchange, this rank's own going into `requests` for
+ * the next step's, so every rank acts on each decision after the same step.
+ */
+export function settleDecisions(local: StepDecisions, agreed: Required<StepRequests> | undefined, requests: StepRequests): StepDecisions {
+  if (!agreed) return local;
+  requests.evaluate = local.evaluate && !agreed.evaluate;
+  requests.stop = local.stop && !agreed.stop;
+  requests.save = local.save && !agreed.save;
+  return { evaluate: agreed.evaluate, stop: agreed.stop, save: agreed.save };
+}
+
 /** The step's first exchange under a job (lib/graph/ops/exchange.ts stepSync). */
 export interface StepSyncSpec {
   feed: Feed;

@@ -135,6 +135,21 @@ const HASH_CHUNK = 4 * 1024 * 1024;
 // there the rename is as durable as that platform makes it.
 const DIR_FSYNC_UNSUPPORTED = new Set(['EISDIR', 'EINVAL', 'EPERM', 'EBADF', 'ENOTSUP']);
 
+/** Whether a checkpoint can hold values of `dtype`. */
+export function isCheckpointDType(dtype: unknown): dtype is CheckpointDType {
+  return typeof dtype === 'string' && Object.prototype.hasOwnProperty.call(DTYPES, dtype);
+}
+
+/** Bytes per value of `dtype`. */
+export function checkpointItemSize(dtype: CheckpointDType): number {
+  return DTYPES[dtype].itemSize;
+}
+
+/** A host tensor of zeros of `dtype` and `shape`: where saved rows are read into before they move on. */
+export function hostZeros(dtype: CheckpointDType, shape: number[]): NativeTensorHandle {
+  return native.tensorFromTypedArray(new DTYPES[dtype].array(shape.reduce((a, b) => a * b, 1)), shape, 'cpu');
+}
+
 export function checkpointFileName(globalStep: number): string {
   return `model.ckpt-${globalStep}.safetensors`;
 }

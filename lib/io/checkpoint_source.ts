@@ -18,8 +18,11 @@ import * as path from 'path';
 import { shardRows } from '../embedding/placement';
 import { native, NativeTensorHandle } from '../native';
 import {
+  checkpointItemSize,
   CheckpointDType,
   CheckpointHeader,
+  hostZeros,
+  isCheckpointDType,
   isShardedLayoutName,
   listCheckpoints,
   loadTensorRows,
@@ -74,8 +77,6 @@ export interface ShardedLayout {
 
 // Saved rows go through host memory in pieces of about this size when they are re-sharded.
 const RESHARD_CHUNK_BYTES = 64 * 1024 * 1024;
-const ITEM_SIZE: Record<CheckpointDType, number> = { float32: 4, float64: 8, int32: 4, int64: 8 };
-const ARRAYS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array };
 
 /** Opens (and verifies) the checkpoint the manifest lists as `file`. */
 export async function openCheckpoint(file: string): Promise<CheckpointSource> {
@@ -126,9 +127,7 @@ async function openSingle(file: string): Promise<CheckpointSource> {
  */
 async function throughHost(target: NativeTensorHandle, fill: (host: NativeTensorHandle) => Promise<void>): Promise<void> {
   if (target.device === 'cpu') return fill(target);
-  const shape = target.shape as number[];
-  const size = shape.reduce((a, b) => a * b, 1);
-  const host = native.tensorFromTypedArray(new ARRAYS[target.dtype as CheckpointDType](size), shape, 'cpu');
+  const host = hostZeros(target.dtype as CheckpointDType, target.shape as number[]);
   try {
     await fill(host);
     await native.tensorAssign(target, host);
@@ -236,7 +235,7 @@ function checkLayout(layout: ShardedLayout, file: string): void {
   if (layout.tensors === null || typeof layout.tensors !== 'object') throw bad('has no tensors');
   for (const [name, t] of Object.entries(layout.tensors)) {
     const shapeOk = Array.isArray(t?.shape) && t.shape.every((d) => isCount(d, 0));
-    if (!shapeOk || !(t.dtype in ITEM_SIZE) || (t.layout !== 'whole' && t.layout !== 'sharded') || (t.layout === 'sharded' && t.shape.length === 0)) {
+    if (!shapeOk || !isCheckpointDType(t.dtype) || (t.layout !== 'whole' && t.layout !== 'sharded') || (t.layout === 'sharded' && t.shape.length === 0)) {
       throw bad(`describes '${name}' wrongly`);
     }
   }
@@ -270,11 +269,11 @@ async function readPart(
   // Rows re-sharded through host memory, a piece at a time.
   const rows = entry.shape[0];
   const width = entry.shape.slice(1).reduce((a, b) => a * b, 1);
-  const chunk = Math.max(1, Math.floor(RESHARD_CHUNK_BYTES / Math.max(1, width * ITEM_SIZE[entry.dtype])));
+  const chunk = Math.max(1, Math.floor(RESHARD_CHUNK_BYTES / Math.max(1, width * checkpointItemSize(entry.dtype))));
   for (let begin = 0; begin < rows; begin += chunk) {
     const count = Math.min(chunk, rows - begin);
     const shape = [count, ...entry.shape.slice(1)];
-    const piece = native.tensorFromTypedArray(new ARRAYS[entry.dtype](count * width), shape, 'cpu');
+    const piece = hostZeros(entry.dtype, shape);
     await loadTensorRows(file, header, name, piece, { rowBegin: begin, rowEnd: begin + count });
     await native.kernelRun('reshard_rows', [piece], [target], {
       fromWorld: saved.worldSize,

@@ -22,7 +22,7 @@ import { batchesOf } from '../estimator/input';
 import { checkpointItemsOf, CheckpointManager, restoreOptimizerState } from '../estimator/checkpoint_manager';
 import { ModeKeys } from '../estimator/mode_keys';
 import { agreeOnRestoredStep, shareWholeVariables } from '../estimator/replicas';
-import { announceStepStop, CompiledStep, PreparedBatch } from '../graph/compiled_step';
+import { announceStepStop, CompiledStep, PreparedBatch, settleDecisions, StepRequests } from '../graph/compiled_step';
 import { Graph, Node, SymbolicTensor, VariableStore } from '../graph/graph';
 import { assertFinite } from '../graph/ops/assert_finite';
 import { stepSync } from '../graph/ops/exchange';
@@ -170,7 +170,7 @@ export class MonitoredSession {
   private closed = false;
   /** A run failed: close() then saves nothing, as TF's session does not (and under a job the ranks may no longer be in step). */
   private failed = false;
-  private readonly requests = { stop: false, save: false };
+  private readonly requests: StepRequests = {};
 
   constructor(options: MonitoredTrainingSessionOptions = {}) {
     checkOptionKeys(options, OPTION_KEYS, 'MonitoredTrainingSession');
@@ -366,22 +366,13 @@ export class MonitoredSession {
     }
   }
 
-  private async afterStep(compiled: CompiledFetches, agreed: { stop: boolean; save: boolean } | undefined, stopRequested: boolean): Promise<void> {
+  private async afterStep(compiled: CompiledFetches, agreed: Required<StepRequests> | undefined, stopRequested: boolean): Promise<void> {
     const steps = this.options.saveCheckpointSteps;
     const secs = this.options.saveCheckpointSecs ?? 600;
-    let due = compiled.trains && (steps !== undefined ? steps > 0 && this.step % steps === 0 : false);
     const timed = compiled.trains && steps === undefined && secs > 0 && Date.now() - this.lastSave >= secs * 1000;
-    if (agreed) {
-      // Under a job what one rank decides alone (a hook, its clock) is agreed in the next
-      // step's first exchange, and every rank acts on it after that step.
-      if (steps === undefined) due = agreed.save;
-      this.requests.save = timed && !agreed.save;
-      this.requests.stop = stopRequested && !agreed.stop;
-      if (agreed.stop) this.stop(true);
-    } else {
-      due ||= timed;
-      if (stopRequested) this.stop(true);
-    }
+    const now = settleDecisions({ evaluate: false, stop: stopRequested, save: timed }, agreed, this.requests);
+    const due = steps !== undefined ? compiled.trains && steps > 0 && this.step % steps === 0 : now.save;
+    if (now.stop) this.stop(true);
     if (due && this.checkpoints) await this.save();
     const every = this.options.logStepCountSteps ?? 100;
     if (compiled.trains && every > 0 && this.step % every === 0) {
