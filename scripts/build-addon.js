@@ -89,6 +89,11 @@ function main() {
     const extra = [];
     if (process.env.HB_CUDA) extra.push(`--CDHB_CUDA=${process.env.HB_CUDA}`);
     if (process.env.HB_CUDA_ARCHS) extra.push(`--CDHB_CUDA_ARCHS=${process.env.HB_CUDA_ARCHS}`);
+    // `cmake-js build` configures only a fresh build folder, so a switch changed on
+    // an existing checkout (HB_CUDA=OFF, HB_GLOO, a newly installed libgloo-dev)
+    // would be ignored: configure every time (cheap), then let the build tool
+    // recompile only what the new settings change.
+    run(process.execPath, [cmakeJs, 'configure', '--out', out, ...extra]);
     run(process.execPath, [cmakeJs, 'build', '--out', out, '--parallel', jobs, ...extra]);
     log(`built ${path.join(out, 'Release', 'hb.node')}`);
   } else if (tool === 'node-gyp') {
