@@ -62,7 +62,7 @@ export async function runTrainLoop(
     let current: { raw: Batch; prepared: PreparedBatch } | undefined = { raw: first, prepared: await model.step.prepare(first) };
     while (current && host.globalStep() < stopAt) {
       const step = host.globalStep() + 1;
-      const running: Promise<StepResult> = model.step.run(current.prepared, requests).catch((error: Error & { code?: string }) => {
+      const running: Promise<StepResult> = model.step.run(current.prepared, { ...requests, globalStep: step - 1 }).catch((error: Error & { code?: string }) => {
         if (error.code === 'HB_ERR_PEER_STOPPED') throw error;
         // HB_ERR_NAN: the loss check (before any update) or an update's gradient check
         // (before that variable changed); the message says which.

@@ -32,7 +32,7 @@ export interface StepResult {
   nativeMs: number;
   batchSize: number;
   /** Under a job: what the ranks agreed in the step's first exchange. */
-  agreed?: Required<StepRequests>;
+  agreed?: Required<Omit<StepRequests, 'globalStep'>>;
 }
 
 /** What this rank asks of every rank in a step's first exchange. */
@@ -42,9 +42,11 @@ export interface StepRequests {
   save?: boolean;
   /** This rank's batch is one of its own (not emptyBatch()). */
   hasBatch?: boolean;
+  /** The global step the run trains (before it counts itself): dynamic tables date rows by it. */
+  globalStep?: number;
 }
 
-export type StepDecisions = Required<Omit<StepRequests, 'hasBatch'>>;
+export type StepDecisions = Required<Omit<StepRequests, 'hasBatch' | 'globalStep'>>;
 
 /**
  * What applies after a step, of what this rank decided alone (a hook's stop, a clock's
@@ -52,7 +54,7 @@ export type StepDecisions = Required<Omit<StepRequests, 'hasBatch'>>;
  * ranks agreed in this step's first exchange, this rank's own going into `requests` for
  * the next step's, so every rank acts on each decision after the same step.
  */
-export function settleDecisions(local: StepDecisions, agreed: Required<StepRequests> | undefined, requests: StepRequests): StepDecisions {
+export function settleDecisions(local: StepDecisions, agreed: Required<Omit<StepRequests, 'globalStep'>> | undefined, requests: StepRequests): StepDecisions {
   if (!agreed) return local;
   requests.evaluate = local.evaluate && !agreed.evaluate;
   requests.stop = local.stop && !agreed.stop;
@@ -146,7 +148,7 @@ export class CompiledStep {
       const flag = (on?: boolean) => (on ? 1 : 0);
       feeds[this.flagsFeed] = Int32Array.from([0, flag(requests.evaluate), flag(requests.stop), flag(requests.save), flag(requests.hasBatch)]);
     }
-    const result = await native.planRun(this.plan, prepared.batchSize, feeds, hypers, this.compiled.fetch);
+    const result = await native.planRun(this.plan, prepared.batchSize, feeds, hypers, this.compiled.fetch, requests.globalStep);
     optimizers.forEach((o) => o.afterStep());
     if (this.flagsFeed < 0) return { ...result, batchSize: prepared.batchSize };
     const outputs = result.outputs.slice();

@@ -234,7 +234,7 @@ export class MonitoredSession {
     }
     let result;
     try {
-      result = await compiled.step.run(prepared, { stop: this.requests.stop, save: this.requests.save });
+      result = await compiled.step.run(prepared, { stop: this.requests.stop, save: this.requests.save, globalStep: this.step });
     } catch (error) {
       if ((error as { code?: string }).code === 'HB_ERR_PEER_STOPPED') {
         this.stopped = true;
@@ -366,7 +366,7 @@ export class MonitoredSession {
     }
   }
 
-  private async afterStep(compiled: CompiledFetches, agreed: Required<StepRequests> | undefined, stopRequested: boolean): Promise<void> {
+  private async afterStep(compiled: CompiledFetches, agreed: Required<Omit<StepRequests, 'globalStep'>> | undefined, stopRequested: boolean): Promise<void> {
     const steps = this.options.saveCheckpointSteps;
     const secs = this.options.saveCheckpointSecs ?? 600;
     const timed = compiled.trains && steps === undefined && secs > 0 && Date.now() - this.lastSave >= secs * 1000;

@@ -8,6 +8,7 @@
 
 #include "native/core/status.h"
 #include "native/core/tensor.h"
+#include "native/kernels/random_fill.h"
 
 namespace hb {
 namespace binding {
@@ -23,6 +24,9 @@ float finiteFloatField(const Napi::Object& spec, const char* key, float fallback
 // SharedArrayBuffer: another thread could change it between the checks and the kernel
 // that reads it. Every typed array read from JS passes through here.
 void refuseSharedMemory(const Napi::Value& value, const std::string& argument);
+// An initializer's spec ({ kind, value, minval, maxval, mean, stddev, seed, rowStride?,
+// rowOffset? }) for a float32 tensor of `shape` (defined with tensorFill).
+FillSpec fillSpecArgument(const Napi::Object& spec, const std::vector<int64_t>& shape);
 
 // A host tensor viewing a Float32Array, Float64Array, Int32Array or BigInt64Array
 // without copying. The view holds a reference to the array until it is released, which

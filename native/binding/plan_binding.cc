@@ -152,7 +152,7 @@ Napi::Value typedArrayOf(Napi::Env env, const Tensor& t) {
   return array;
 }
 
-// planRun(plan, batchSize, feeds: TypedArray[], hypers: object[], fetch: number[])
+// planRun(plan, batchSize, feeds: TypedArray[], hypers: object[], fetch: number[], globalStep?)
 //   -> Promise<{ outputs: TypedArray[], nativeMs }>
 Napi::Value planRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -185,9 +185,15 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
     submitToDevice(plan->device(), [plan, why] { plan->tellPeersOfFailure(0, why); });
     throw;
   }
+  int64_t globalStep = -1;
+  if (info.Length() > 5 && !info[5].IsUndefined()) {
+    const double step = numberArgument(info[5], "planRun: globalStep");
+    HB_CHECK(std::floor(step) == step && step >= 0 && step < 9007199254740992.0, "planRun: globalStep must be an integer >= 0, got ", step);
+    globalStep = int64_t(step);
+  }
   auto result = std::make_shared<Plan::RunResult>();
   return schedule(env, plan->device(), makeTask(
-      [plan, feeds, hypers, fetch, batch, result] { *result = plan->run(int64_t(batch), feeds, hypers, fetch); },
+      [plan, feeds, hypers, fetch, batch, result, globalStep] { *result = plan->run(int64_t(batch), feeds, hypers, fetch, globalStep); },
       [result](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
         Napi::Array outputs = Napi::Array::New(env, result->fetched.size());

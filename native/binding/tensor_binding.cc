@@ -13,6 +13,40 @@
 namespace hb {
 namespace binding {
 
+FillSpec fillSpecArgument(const Napi::Object& spec, const std::vector<int64_t>& shape) {
+  FillSpec fill;
+  const std::string kind = stringArgument(spec.Get("kind"), "initializer.kind");
+  if (kind == "constant") fill.kind = FillKind::Constant;
+  else if (kind == "uniform") fill.kind = FillKind::Uniform;
+  else if (kind == "truncatedNormal") fill.kind = FillKind::TruncatedNormal;
+  else fail("initializer.kind: unknown kind '", kind, "'");
+  fill.value = finiteFloatField(spec, "value", 0.0f, "initializer");
+  fill.minval = finiteFloatField(spec, "minval", 0.0f, "initializer");
+  fill.maxval = finiteFloatField(spec, "maxval", 1.0f, "initializer");
+  fill.mean = finiteFloatField(spec, "mean", 0.0f, "initializer");
+  fill.stddev = finiteFloatField(spec, "stddev", 1.0f, "initializer");
+  HB_CHECK(fill.stddev >= 0.0f, "initializer: stddev must be >= 0, got ", fill.stddev);
+  HB_CHECK(fill.maxval >= fill.minval, "initializer: maxval (", fill.maxval, ") must be >= minval (", fill.minval, ")");
+  const Napi::Value seedValue = spec.Get("seed");
+  const double seed = seedValue.IsUndefined() ? 0.0 : numberArgument(seedValue, "initializer.seed");
+  HB_CHECK(seed >= 0 && seed < 9007199254740992.0 && std::floor(seed) == seed,
+           "initializer: seed must be an integer in [0, 2^53), got ", seed);
+  fill.seed = uint64_t(seed);
+  // A shard of a table: { rowStride, rowOffset } (native/kernels/random_fill.h).
+  const Napi::Value stride = spec.Get("rowStride");
+  if (!stride.IsUndefined()) {
+    const double s = numberArgument(stride, "initializer.rowStride");
+    const double o = numberArgument(spec.Get("rowOffset"), "initializer.rowOffset");
+    HB_CHECK(shape.size() == 2, "initializer: rowStride is for [rows, dim] tables, the shape has rank ", shape.size());
+    HB_CHECK(std::floor(s) == s && s >= 1 && s < 1048576.0 && std::floor(o) == o && o >= 0 && o < s,
+             "initializer: rowStride must be an integer in [1, 2^20) and rowOffset in [0, rowStride), got ", s, " and ", o);
+    fill.rowWidth = uint64_t(shape[1]);
+    fill.rowStride = uint64_t(s);
+    fill.rowOffset = uint64_t(o);
+  }
+  return fill;
+}
+
 namespace {
 
 // tensorFromTypedArray(values, shape, device): a copy of `values` on `device`. Always a
@@ -79,36 +113,7 @@ Napi::Value tensorFill(const Napi::CallbackInfo& info) {
   const Device device = parseUsableDevice(stringArgument(info[1], "device"), "device");
   if (!info[2].IsObject()) throw Napi::TypeError::New(env, "initializer must be an object");
   Napi::Object spec = info[2].As<Napi::Object>();
-  FillSpec fill;
-  const std::string kind = stringArgument(spec.Get("kind"), "initializer.kind");
-  if (kind == "constant") fill.kind = FillKind::Constant;
-  else if (kind == "uniform") fill.kind = FillKind::Uniform;
-  else if (kind == "truncatedNormal") fill.kind = FillKind::TruncatedNormal;
-  else fail("initializer.kind: unknown kind '", kind, "'");
-  fill.value = floatField(spec, "value", 0.0f);
-  fill.minval = floatField(spec, "minval", 0.0f);
-  fill.maxval = floatField(spec, "maxval", 1.0f);
-  fill.mean = floatField(spec, "mean", 0.0f);
-  fill.stddev = floatField(spec, "stddev", 1.0f);
-  HB_CHECK(fill.stddev >= 0.0f, "initializer: stddev must be >= 0, got ", fill.stddev);
-  HB_CHECK(fill.maxval >= fill.minval, "initializer: maxval (", fill.maxval, ") must be >= minval (", fill.minval, ")");
-  const Napi::Value seedValue = spec.Get("seed");
-  const double seed = seedValue.IsUndefined() ? 0.0 : numberArgument(seedValue, "initializer.seed");
-  HB_CHECK(seed >= 0 && seed < 9007199254740992.0 && std::floor(seed) == seed,
-           "initializer: seed must be an integer in [0, 2^53), got ", seed);
-  fill.seed = uint64_t(seed);
-  // A shard of a table: { rowStride, rowOffset } (native/kernels/random_fill.h).
-  const Napi::Value stride = spec.Get("rowStride");
-  if (!stride.IsUndefined()) {
-    const double s = numberArgument(stride, "initializer.rowStride");
-    const double o = numberArgument(spec.Get("rowOffset"), "initializer.rowOffset");
-    HB_CHECK(shape.size() == 2, "initializer: rowStride is for [rows, dim] tables, the shape has rank ", shape.size());
-    HB_CHECK(std::floor(s) == s && s >= 1 && s < 1048576.0 && std::floor(o) == o && o >= 0 && o < s,
-             "initializer: rowStride must be an integer in [1, 2^20) and rowOffset in [0, rowStride), got ", s, " and ", o);
-    fill.rowWidth = uint64_t(shape[1]);
-    fill.rowStride = uint64_t(s);
-    fill.rowOffset = uint64_t(o);
-  }
+  const FillSpec fill = fillSpecArgument(spec, shape);
   Tensor tensor{nullptr, DType::Float32, shape};
   shapeSize(shape, "shape");
   tensor.buffer = Buffer::allocate(device, tensor.bytes());

@@ -19,6 +19,9 @@ namespace hb {
 struct StepContext {
   // The run's batch size; -1 for an eager call (kernelRun), which is not a step.
   int64_t batch = -1;
+  // The global step the run trains (its value before the step counts itself); -1 when
+  // the caller gave none. Dynamic tables date what they see by it.
+  int64_t globalStep = -1;
   std::vector<OptimizerHyper> hypers;
   Device device;
 };

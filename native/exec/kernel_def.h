@@ -16,7 +16,7 @@ namespace hb {
 
 // Bumped whenever the plan format or a kernel's description changes in a way older
 // TypeScript would get wrong; lib/native.ts refuses an addon with another version.
-constexpr int kKernelRegistryVersion = 3;
+constexpr int kKernelRegistryVersion = 4;
 
 enum class KernelPlacement {
   Device,  // all tensors on one device; the kernel has a CPU loop and a CUDA path

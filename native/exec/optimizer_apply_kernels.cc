@@ -59,6 +59,31 @@ Tensor stackValues(const KernelArgs& args, Device device, const std::vector<int6
   return out;
 }
 
+// Keeps the (index, row of values) pairs whose index is >= 0, on the host.
+void dropMissingRows(OptimizerApplyRequest& a, const std::string& name) {
+  HB_CHECK_CODE(!a.var.device().isCuda(), Device, name, ": skipMissing is for variables in host memory");
+  const int64_t n = a.indices.size();
+  const int64_t width = n == 0 ? 0 : a.values.size() / n;
+  const bool wide = a.indices.dtype == DType::Int64;
+  auto at = [&](int64_t i) { return wide ? a.indices.data<int64_t>()[i] : int64_t(a.indices.data<int32_t>()[i]); };
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) kept += at(i) >= 0;
+  if (kept == n) return;
+  Tensor indices{Buffer::allocate(Device::cpu(), size_t(std::max<int64_t>(kept, 1)) * 8), DType::Int64, {kept}};
+  std::vector<int64_t> valueShape = a.values.shape;
+  valueShape[0] = kept;
+  Tensor values{Buffer::allocate(Device::cpu(), size_t(std::max<int64_t>(kept * width, 1)) * 4), DType::Float32, valueShape};
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (at(i) < 0) continue;
+    indices.data<int64_t>()[k] = at(i);
+    std::memcpy(values.data<float>() + k * width, a.values.data<float>() + i * width, size_t(width) * 4);
+    ++k;
+  }
+  a.indices = indices;
+  a.values = values;
+}
+
 void sparseApplyKernel(KernelArgs& args) {
   OptimizerApplyRequest a = updateRequest(args);
   HB_CHECK(!args.in.empty() && args.in.size() % 2 == 0, args.name, ": sparse_apply takes (indices, values) pairs");
@@ -84,6 +109,8 @@ void sparseApplyKernel(KernelArgs& args) {
     a.indices = stackIndices(args);
     a.values = stackValues(args, a.var.device(), rowShape);
   }
+  // A dynamic table's lookup names ids without a row (not admitted) -1: no update.
+  if (attrOr(args, 1, 0) != 0) dropMissingRows(a, args.name);
   checkOptimizerApply(a);
   runOptimizerApply(a);
 }
@@ -96,6 +123,6 @@ HB_REGISTER_KERNEL(KernelDef("dense_apply", denseApplyKernel, KernelPlacement::D
 HB_REGISTER_KERNEL(KernelDef("sparse_apply", sparseApplyKernel, KernelPlacement::Any)
                        .hostInput("indices", ids()).input("values", f32()).repeatInputs(0)
                        .inPlaceOutput("variable", f32()).inPlaceOutput("slot", f32()).repeatOutputs(1)
-                       .optimizer().writesVariables());
+                       .optimizer().boolean("skipMissing", false).writesVariables());
 
 }  // namespace hb

@@ -243,13 +243,14 @@ void Plan::checkFeeds(int64_t batch, const std::vector<Tensor>& feeds) const {
 }
 
 Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const std::vector<OptimizerHyper>& hypers,
-                          const std::vector<int>& fetch) {
+                          const std::vector<int>& fetch, int64_t globalStep) {
   const auto start = std::chrono::steady_clock::now();
   HB_CHECK(hypers.size() >= optimizerCount_, "the step needs ", optimizerCount_, " optimizers' hyperparameters, got ",
            hypers.size());
   for (int id : fetch) HB_CHECK(validValue(id, values_.size()), "plan: fetch names no value ", id);
   StepContext context;
   context.batch = batch;
+  context.globalStep = globalStep;
   context.hypers = hypers;
   context.device = device_;
 

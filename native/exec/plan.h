@@ -76,7 +76,7 @@ class Plan {
   // On the executor of device(). Runs of one plan take turns there, so the reused
   // storage is never shared between two runs.
   RunResult run(int64_t batch, const std::vector<Tensor>& feeds, const std::vector<OptimizerHyper>& hypers,
-                const std::vector<int>& fetch);
+                const std::vector<int>& fetch, int64_t globalStep = -1);
 
   // When this rank's run fails before step `firstStep`: joins the plan's next exchange
   // from there with the reason, so the other ranks, waiting in it, fail with it too; past

@@ -11,7 +11,7 @@ namespace hb {
 namespace {
 
 template <typename Id>
-void pruneIds(KernelArgs& args, Combiner combiner) {
+void pruneIds(KernelArgs& args, Combiner combiner, bool keepNegative) {
   const Tensor& ids = args.in[0];
   const Tensor& splits = args.in[1];
   const bool weighted = hasInput(args, 2);
@@ -20,8 +20,10 @@ void pruneIds(KernelArgs& args, Combiner combiner) {
   const int32_t* s = splits.data<int32_t>();
   const int64_t n = ids.size();
   const int64_t batch = splits.size() - 1;
+  // A dynamic table's ids are any int64 (missing values were dropped by the column).
+  auto keep = [&](Id i, float wj) { return keepLookupEntry(keepNegative ? Id(0) : i, wj, weighted, combiner); };
   int64_t kept = 0;
-  for (int64_t j = 0; j < n; ++j) kept += keepLookupEntry(id[j], weighted ? w[j] : 1.0f, weighted, combiner);
+  for (int64_t j = 0; j < n; ++j) kept += keep(id[j], weighted ? w[j] : 1.0f);
   Id* outIds = allocateOutput(args, 0, {kept}).data<Id>();
   int32_t* outSplits = allocateOutput(args, 1, {batch + 1}).data<int32_t>();
   float* outWeights = nullptr;
@@ -34,7 +36,7 @@ void pruneIds(KernelArgs& args, Combiner combiner) {
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t j = s[b]; j < s[b + 1]; ++j) {
       const float wj = weighted ? w[j] : 1.0f;
-      if (!keepLookupEntry(id[j], wj, weighted, combiner)) continue;
+      if (!keep(id[j], wj)) continue;
       outIds[at] = id[j];
       if (outWeights != nullptr) outWeights[at] = wj;
       ++at;
@@ -49,8 +51,9 @@ void pruneIdsKernel(KernelArgs& args) {
   if (hasInput(args, 2)) checkEntryWeights(args.in[2], ids.size(), args.name);
   checkSameDType(args, 0, 0);
   const Combiner combiner = Combiner(int32_t(args.attrs[0]));
-  if (ids.dtype == DType::Int64) pruneIds<int64_t>(args, combiner);
-  else pruneIds<int32_t>(args, combiner);
+  const bool keepNegative = attrOr(args, 1, 0) != 0;
+  if (ids.dtype == DType::Int64) pruneIds<int64_t>(args, combiner, keepNegative);
+  else pruneIds<int32_t>(args, combiner, keepNegative);
 }
 
 }  // namespace
@@ -58,6 +61,7 @@ void pruneIdsKernel(KernelArgs& args) {
 HB_REGISTER_KERNEL(KernelDef("prune_ids", pruneIdsKernel, KernelPlacement::Host)
                        .input("ids", ids()).input("rowSplits", i32()).optionalInput("weights", f32())
                        .sizedOutput("prunedIds", ids()).sizedOutput("prunedRowSplits", i32()).sizedOutput("prunedWeights", f32(), true)
-                       .enumeration("combiner", {std::begin(kCombinerNames), std::end(kCombinerNames)}));
+                       .enumeration("combiner", {std::begin(kCombinerNames), std::end(kCombinerNames)})
+                       .boolean("keepNegative", false));
 
 }  // namespace hb

@@ -33,7 +33,11 @@ export const sparseApplyDef = defineOp({
   stateful: true,
   noGradient: true,
   lower: (node, ctx) =>
-    ctx.kernel('sparse_apply', node.inputs.map((x) => ctx.value(x)), targets(node, ctx), { optimizer: ctx.optimizer(node.attrs.optimizer) }),
+    ctx.kernel('sparse_apply', node.inputs.map((x) => ctx.value(x)), targets(node, ctx), {
+      optimizer: ctx.optimizer(node.attrs.optimizer),
+      // A dynamic table's lookups name ids without a row (not admitted) -1: no update.
+      skipMissing: (node.attrs.variable as { slotOwner?: { dynamic?: boolean } }).slotOwner?.dynamic === true,
+    }),
 });
 
 export interface UpdateTarget {

@@ -18,6 +18,7 @@ const pruneIdsDef = defineOp({
     const [outIds, outSplits, outWeights] = node.outputs;
     ctx.kernel('prune_ids', [ctx.value(ids), ctx.value(splits), weights ? ctx.value(weights) : -1], [ctx.value(outIds), ctx.value(outSplits), outWeights ? ctx.value(outWeights) : -1], {
       combiner: node.attrs.combiner as string,
+      keepNegative: Boolean(node.attrs.keepNegative),
     });
   },
 });
@@ -28,7 +29,8 @@ export interface PrunedIds {
   weights?: SymbolicTensor;
 }
 
-export function pruneIds(ids: SymbolicTensor, rowSplits: SymbolicTensor, weights: SymbolicTensor | undefined, combiner: LookupCombiner, name?: string): PrunedIds {
-  const out = applyOpOutputs(pruneIdsDef, weights ? [ids, rowSplits, weights] : [ids, rowSplits], { combiner }, name);
+/** `keepNegative`: ids are a dynamic table's (any int64), not rows; only weights prune. */
+export function pruneIds(ids: SymbolicTensor, rowSplits: SymbolicTensor, weights: SymbolicTensor | undefined, combiner: LookupCombiner, name?: string, keepNegative = false): PrunedIds {
+  const out = applyOpOutputs(pruneIdsDef, weights ? [ids, rowSplits, weights] : [ids, rowSplits], { combiner, keepNegative }, name);
   return { ids: out[0], rowSplits: out[1], weights: out[2] };
 }
