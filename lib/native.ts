@@ -17,7 +17,7 @@ export type TypedArray = Float32Array | Float64Array | Int32Array | BigInt64Arra
  * (native/exec/kernel_def.h's kKernelRegistryVersion). An addon with another one is
  * refused when hb-ts loads.
  */
-export const KERNEL_REGISTRY_VERSION = 3;
+export const KERNEL_REGISTRY_VERSION = 4;
 
 /** An opaque native tensor. Dispose releases its memory at once; GC does it otherwise. */
 export interface NativeTensorHandle {
@@ -43,6 +43,22 @@ export interface BackendReport {
   gloo: { available: boolean; error?: string };
   /** Host threads the CPU kernels use (HB_NUM_THREADS, else the hardware threads). */
   threads: number;
+}
+
+export interface NativeDynamicTableStats {
+  rows: number; pending: number; capacityRows: number; admitted: number; evicted: number; hits: number; misses: number;
+  rowBytes: number; slotRowBytes: number; residentBytes: number; indexBytes: number; freeRows: number;
+}
+
+/** A dynamic table's rows in id order, as host tensors (checkpoints). */
+export interface NativeDynamicTableRows {
+  ids: NativeTensorHandle;
+  values: NativeTensorHandle;
+  slots: Array<NativeTensorHandle | null>;
+  meta: NativeTensorHandle;
+  pendingIds: NativeTensorHandle;
+  pendingMeta: NativeTensorHandle;
+  removedIds: NativeTensorHandle;
 }
 
 export interface NativeFillSpec {
@@ -239,6 +255,17 @@ export interface NativeAddon {
     device?: string,
   ): Promise<Array<NativeTensorHandle | null>>;
 
+  // Dynamic embedding tables (native/embedding/dynamic_table.h; lib/embedding/dynamic_table.ts).
+  dynamicTableCreate(spec: {
+    name: string; dim: number; init: NativeFillSpec; capacityRows?: number; admitMinCount: number; evictAfterSteps: number; maxRows: number;
+  }): { id: number; handle: NativeTensorHandle; values: NativeTensorHandle; capacityRows: number };
+  dynamicTableAddSlot(id: number, initial: number, perRow: boolean): NativeTensorHandle;
+  dynamicTableStats(id: number): NativeDynamicTableStats;
+  dynamicTableSnapshot(id: number, changesOnly: boolean): Promise<NativeDynamicTableRows>;
+  dynamicTableMarkSaved(id: number, step: number): Promise<void>;
+  dynamicTableRestore(id: number, saved: Partial<NativeDynamicTableRows>, replace: boolean, worldSize: number, rank: number): Promise<void>;
+  dynamicTableRelease(id: number): void;
+
   // hb.distribute (lib/distribute): the process group and its collectives, each on the
   // group's own queue in call order.
   distInit(config: {
@@ -266,6 +293,7 @@ export interface NativeAddon {
     feeds: Array<Float32Array | BigInt64Array | Int32Array>,
     hypers: NativeOptimizerHyper[],
     fetch: number[],
+    globalStep?: number,
   ): Promise<{ outputs: TypedArray[]; nativeMs: number }>;
   /**
    * This rank will not run the step it prepared (its batch failed before planRun): the
@@ -287,6 +315,8 @@ export interface NativeAddon {
     dropIgnoreValues: boolean,
   ): { values: Uint8Array | BigInt64Array; offsets?: Int32Array; rowSplits: Int32Array; weights?: Float32Array } | null;
   featureIdentity(what: string, values: Int32Array | BigInt64Array, numBuckets: number, defaultValue: number | undefined): BigInt64Array;
+  /** Integer ids widened to int64, any value (a dynamic table's keys). */
+  featureRawIds(what: string, values: Int32Array | BigInt64Array): BigInt64Array;
   featureBucketize(what: string, values: Float32Array, sourceDim: number, boundaries: Float32Array): BigInt64Array;
   featureCross(
     what: string,

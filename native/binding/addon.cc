@@ -24,6 +24,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exportRegistry(env, exports);
   exportIo(env, exports);
   exportDistribute(env, exports);
+  exportDynamicTable(env, exports);
   return exports;
 }
 

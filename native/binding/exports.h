@@ -18,6 +18,7 @@ void exportPlan(Napi::Env env, Napi::Object exports);
 void exportRegistry(Napi::Env env, Napi::Object exports);
 void exportIo(Napi::Env env, Napi::Object exports);
 void exportDistribute(Napi::Env env, Napi::Object exports);
+void exportDynamicTable(Napi::Env env, Napi::Object exports);
 
 }  // namespace binding
 }  // namespace hb

@@ -184,6 +184,17 @@ Napi::Value featureIdentity(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// featureRawIds(what, ints) -> BigInt64Array: the integers as int64 ids, any value (a
+// dynamic table's keys).
+Napi::Value featureRawIds(const Napi::CallbackInfo& info) {
+  const std::string what = stringArgument(info[0], "what");
+  const FeatureValues values = valuesArgument(info[1], info.Env().Undefined(), what, "values");
+  HB_CHECK_CODE(!values.isStrings(), Type, what, ": ids must be integers, not strings");
+  Napi::BigInt64Array out = int64Result(info.Env(), values.count);
+  for (int64_t i = 0; i < values.count; ++i) out.Data()[i] = values.intAt(i);
+  return out;
+}
+
 // featureBucketize(what, Float32Array values, sourceDim, Float32Array boundaries) -> BigInt64Array
 Napi::Value featureBucketize(const Napi::CallbackInfo& info) {
   const std::string what = stringArgument(info[0], "what");
@@ -389,6 +400,7 @@ void exportFeature(Napi::Env env, Napi::Object exports) {
   exports.Set("featureCheckRowSplits", Napi::Function::New(env, guarded<featureCheckRowSplits>, "featureCheckRowSplits"));
   exports.Set("featureDropMissing", Napi::Function::New(env, guarded<featureDropMissing>, "featureDropMissing"));
   exports.Set("featureIdentity", Napi::Function::New(env, guarded<featureIdentity>, "featureIdentity"));
+  exports.Set("featureRawIds", Napi::Function::New(env, guarded<featureRawIds>, "featureRawIds"));
   exports.Set("featureBucketize", Napi::Function::New(env, guarded<featureBucketize>, "featureBucketize"));
   exports.Set("featureCross", Napi::Function::New(env, guarded<featureCross>, "featureCross"));
   exports.Set("featureIndicator", Napi::Function::New(env, guarded<featureIndicator>, "featureIndicator"));

@@ -1,0 +1,557 @@
+#include "native/embedding/dynamic_table.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <unordered_map>
+
+#include "native/core/status.h"
+#include "native/core/thread_pool.h"
+
+namespace hb {
+
+namespace {
+
+constexpr int kStripeBits = 6;
+constexpr int kStripes = 1 << kStripeBits;
+constexpr size_t kFirstStripeSlots = 256;
+// Bytes each row keeps beside its values and slots: id, last seen, last updated, and
+// its two neighbours in the list by last use.
+constexpr int64_t kRowMetaBytes = 5 * 8;
+
+uint64_t hashOf(int64_t id) { return mixBits64(uint64_t(id)); }
+
+// Address space for `bytes`, committed by the kernel page by page as it is written;
+// nothing counted against memory until then.
+std::shared_ptr<void> reserve(size_t bytes, const std::string& who) {
+  if (bytes == 0) bytes = 1;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  HB_CHECK_CODE(p != MAP_FAILED, OutOfMemory, who, ": cannot reserve ", bytes,
+                " bytes of address space for its rows (is vm.overcommit_memory 2? set embMaxRows to reserve less)");
+  return std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); });
+}
+
+int64_t floorMod(int64_t x, int64_t w) {
+  const int64_t m = x % w;
+  return m < 0 ? m + w : m;
+}
+
+}  // namespace
+
+int64_t defaultDynamicCapacity(int64_t dim) {
+  // 16 GiB of values' address space, at most 2^28 rows: reserved, not used, but a
+  // process holds many tables and address space is 128 TiB.
+  const int64_t budget = int64_t(16) << 30;
+  return std::max<int64_t>(1, std::min<int64_t>(int64_t(1) << 28, budget / (std::max<int64_t>(dim, 1) * 4)));
+}
+
+DynamicTable::DynamicTable(DynamicTableConfig config) : config_(std::move(config)) {
+  const std::string& who = config_.name;
+  HB_CHECK(config_.dim >= 1, who, ": dim must be >= 1, got ", config_.dim);
+  HB_CHECK(config_.capacityRows >= 1, who, ": capacity must be >= 1 rows, got ", config_.capacityRows);
+  HB_CHECK(config_.admitMinCount >= 1, who, ": embAdmitMinCount must be >= 1, got ", config_.admitMinCount);
+  HB_CHECK(config_.evictAfterSteps >= 0 && config_.maxRows >= 0, who, ": embEvictAfterSteps and embMaxRows must be >= 0");
+  // A cap is the capacity too (above the default, it is how a table is given more room).
+  if (config_.maxRows > 0) config_.capacityRows = config_.maxRows;
+  config_.init.rowWidth = 0;  // element (id * dim + j): row id of a fixed table
+  // Address space is 2^47 bytes; one table may reserve at most 2^45 for its values (and as
+  // much per slot), its per-row bookkeeping included.
+  const int64_t limit = int64_t(1) << 45;
+  HB_CHECK_CODE(config_.capacityRows <= limit / (config_.dim * 4) && config_.capacityRows <= limit / kRowMetaBytes, OutOfRange,
+                who, ": ", config_.capacityRows, " rows of dimension ", config_.dim,
+                " exceed what one table can reserve (2^45 bytes); lower embMaxRows");
+  for (int i = 0; i < kStripes; ++i) {
+    auto s = std::make_unique<Stripe>();
+    s->entries.resize(kFirstStripeSlots);
+    s->used.assign(kFirstStripeSlots, 0);
+    stripes_.push_back(std::move(s));
+  }
+  const size_t rows = size_t(config_.capacityRows);
+  auto block = reserve(rows * size_t(config_.dim) * 4, who);
+  values_ = Tensor{Buffer::wrapHost(block.get(), rows * size_t(config_.dim) * 4, [block] {}), DType::Float32,
+                   {config_.capacityRows, config_.dim}};
+  meta_ = reserve(rows * size_t(kRowMetaBytes), who);
+  int64_t* m = static_cast<int64_t*>(meta_.get());
+  rowId_ = m;
+  rowSeen_ = m + rows;
+  rowUpdated_ = m + 2 * rows;
+  lruPrev_ = m + 3 * rows;
+  lruNext_ = m + 4 * rows;
+}
+
+DynamicTable::~DynamicTable() = default;
+
+Tensor DynamicTable::addSlot(float initial, bool perRow) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t width = perRow ? 1 : config_.dim;
+  const size_t bytes = size_t(config_.capacityRows) * size_t(width) * 4;
+  auto block = reserve(bytes, config_.name);
+  Tensor t{Buffer::wrapHost(block.get(), bytes, [block] {}), DType::Float32,
+           perRow ? std::vector<int64_t>{config_.capacityRows} : std::vector<int64_t>{config_.capacityRows, config_.dim}};
+  slots_.push_back(Slot{t, initial, width});
+  // Rows made before the slot (and free ones, which initRow refills) start at `initial`.
+  float* p = t.data<float>();
+  parallelFor(nextRow_ * width, 1 << 16, [&](int64_t i0, int64_t i1) { std::fill(p + i0, p + i1, initial); });
+  return t;
+}
+
+DynamicTable::Stripe& DynamicTable::stripeOf(int64_t id) { return *stripes_[hashOf(id) >> (64 - kStripeBits)]; }
+
+DynamicTable::Entry* DynamicTable::find(Stripe& s, int64_t id) {
+  const size_t mask = s.entries.size() - 1;
+  for (size_t i = hashOf(id) & mask; s.used[i]; i = (i + 1) & mask) {
+    if (s.entries[i].id == id) return &s.entries[i];
+  }
+  return nullptr;
+}
+
+void DynamicTable::grow(Stripe& s) {
+  std::vector<Entry> old = std::move(s.entries);
+  std::vector<uint8_t> oldUsed = std::move(s.used);
+  s.entries.assign(old.size() * 2, Entry{});
+  s.used.assign(old.size() * 2, 0);
+  const size_t mask = s.entries.size() - 1;
+  for (size_t k = 0; k < old.size(); ++k) {
+    if (!oldUsed[k]) continue;
+    size_t i = hashOf(old[k].id) & mask;
+    while (s.used[i]) i = (i + 1) & mask;
+    s.entries[i] = old[k];
+    s.used[i] = 1;
+  }
+}
+
+DynamicTable::Entry* DynamicTable::insert(Stripe& s, int64_t id) {
+  if (size_t(s.size + 1) * 10 > s.entries.size() * 7) grow(s);
+  const size_t mask = s.entries.size() - 1;
+  size_t i = hashOf(id) & mask;
+  while (s.used[i]) i = (i + 1) & mask;
+  s.used[i] = 1;
+  s.entries[i] = Entry{id, -1, 0, -1};
+  ++s.size;
+  return &s.entries[i];
+}
+
+void DynamicTable::erase(Stripe& s, int64_t id) {
+  const size_t mask = s.entries.size() - 1;
+  size_t i = hashOf(id) & mask;
+  while (s.used[i] && s.entries[i].id != id) i = (i + 1) & mask;
+  if (!s.used[i]) return;
+  // Backward shift: entries after the hole that may move into it do, so every probe
+  // sequence stays unbroken without tombstones.
+  for (size_t j = (i + 1) & mask; s.used[j]; j = (j + 1) & mask) {
+    const size_t home = hashOf(s.entries[j].id) & mask;
+    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays) continue;
+    s.entries[i] = s.entries[j];
+    i = j;
+  }
+  s.used[i] = 0;
+  --s.size;
+}
+
+void DynamicTable::lruUnlink(int64_t row) {
+  const int64_t p = lruPrev_[row], n = lruNext_[row];
+  if (p >= 0) lruNext_[p] = n; else lruHead_ = n;
+  if (n >= 0) lruPrev_[n] = p; else lruTail_ = p;
+  lruPrev_[row] = lruNext_[row] = -1;
+}
+
+void DynamicTable::lruPushFront(int64_t row) {
+  lruPrev_[row] = -1;
+  lruNext_[row] = lruHead_;
+  if (lruHead_ >= 0) lruPrev_[lruHead_] = row;
+  lruHead_ = row;
+  if (lruTail_ < 0) lruTail_ = row;
+}
+
+void DynamicTable::evictRow(int64_t row) {
+  const int64_t id = rowId_[row];
+  Stripe& s = stripeOf(id);
+  erase(s, id);
+  if (tracksUse()) lruUnlink(row);
+  freeRows_.push_back(row);
+  removedSinceSave_.push_back(id);
+  --live_;
+}
+
+int64_t DynamicTable::takeRow(int64_t step, const std::string& who) {
+  if (config_.maxRows > 0 && live_.load() >= config_.maxRows) {
+    const int64_t victim = lruTail_;
+    HB_CHECK_CODE(victim >= 0 && rowSeen_[victim] != step, OutOfRange, who, ": embMaxRows (", config_.maxRows,
+                  ") is smaller than the distinct ids this step looks up in table '", config_.name,
+                  "'; raise embMaxRows");
+    evictRow(victim);
+    ++evicted_;
+  }
+  if (!freeRows_.empty()) {
+    const int64_t row = freeRows_.back();
+    freeRows_.pop_back();
+    return row;
+  }
+  HB_CHECK_CODE(nextRow_ < config_.capacityRows, OutOfMemory, who, ": table '", config_.name, "' is full (",
+                config_.capacityRows, " rows); set embMaxRows (the cap, and the room reserved) or embEvictAfterSteps");
+  return nextRow_++;
+}
+
+void DynamicTable::initRow(int64_t row, int64_t id) {
+  const int64_t dim = config_.dim;
+  float* v = values_.data<float>() + row * dim;
+  const uint64_t first = uint64_t(id) * uint64_t(dim);
+  for (int64_t j = 0; j < dim; ++j) v[j] = fillValue(config_.init, first + uint64_t(j));
+  for (const Slot& slot : slots_) std::fill_n(slot.tensor.data<float>() + row * slot.width, slot.width, slot.initial);
+}
+
+void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64_t n, bool train, int64_t step,
+                           int64_t* rows, const std::string& who) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!train) {
+    std::atomic<int64_t> hits{0};
+    parallelFor(n, 4096, [&](int64_t i0, int64_t i1) {
+      int64_t found = 0;
+      for (int64_t i = i0; i < i1; ++i) {
+        Stripe& s = stripeOf(ids[i]);
+        std::lock_guard<std::mutex> stripeLock(s.mu);
+        const Entry* e = find(s, ids[i]);
+        rows[i] = e ? e->row : -1;
+        found += rows[i] >= 0;
+      }
+      hits += found;
+    });
+    hits_ += hits.load();
+    misses_ += n - hits.load();
+    return;
+  }
+  HB_CHECK_CODE(config_.maxRows == 0 || n <= config_.maxRows, OutOfRange, who, ": ", n,
+                " distinct ids in one batch do not fit embMaxRows (", config_.maxRows, ") of table '", config_.name,
+                "'; raise embMaxRows");
+  // Age first: what went unseen for more than evictAfterSteps steps is gone before this
+  // step looks anything up.
+  if (config_.evictAfterSteps > 0) {
+    while (lruTail_ >= 0 && step - rowSeen_[lruTail_] > config_.evictAfterSteps) {
+      evictRow(lruTail_);
+      ++evicted_;
+    }
+  }
+  // Find, count, and mark what needs a row (-2: new id, -3: an id waiting to be admitted).
+  std::atomic<int64_t> hits{0}, waiting{0};
+  parallelFor(n, 2048, [&](int64_t i0, int64_t i1) {
+    int64_t found = 0, newlyWaiting = 0;
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t id = ids[i];
+      const int64_t seen = occurrences ? occurrences[i] : 1;
+      Stripe& s = stripeOf(id);
+      std::lock_guard<std::mutex> stripeLock(s.mu);
+      Entry* e = find(s, id);
+      const bool fresh = e == nullptr;
+      if (fresh) e = insert(s, id);
+      e->count += seen;
+      if (e->row >= 0) {
+        rows[i] = e->row;
+        rowSeen_[e->row] = step;
+        rowUpdated_[e->row] = step;
+        ++found;
+      } else if (e->count >= config_.admitMinCount) {
+        rows[i] = fresh ? -2 : -3;
+      } else {
+        rows[i] = -1;
+        e->lastSeen = step;
+        newlyWaiting += fresh;
+      }
+    }
+    hits += found;
+    waiting += newlyWaiting;
+  });
+  hits_ += hits.load();
+  misses_ += n - hits.load();
+  pending_ += waiting.load();
+  if (tracksUse()) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (rows[i] >= 0) {
+        lruUnlink(rows[i]);
+        lruPushFront(rows[i]);
+      }
+    }
+  }
+  // Rows for the admitted ids, one at a time (a cap evicts as it goes), then their
+  // initial values on every thread.
+  std::vector<int64_t> made;
+  for (int64_t i = 0; i < n; ++i) {
+    if (rows[i] > -2) continue;
+    if (rows[i] == -3) --pending_;
+    const int64_t row = takeRow(step, who);
+    Stripe& s = stripeOf(ids[i]);
+    find(s, ids[i])->row = row;
+    rowId_[row] = ids[i];
+    rowSeen_[row] = rowUpdated_[row] = step;
+    if (tracksUse()) lruPushFront(row);
+    ++live_;
+    ++admitted_;
+    rows[i] = row;
+    made.push_back(i);
+  }
+  parallelFor(int64_t(made.size()), 256, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) initRow(rows[made[size_t(k)]], ids[made[size_t(k)]]);
+  });
+}
+
+DynamicTableStats DynamicTable::stats() const {
+  DynamicTableStats st;
+  st.rows = live_.load();
+  st.pending = pending_.load();
+  st.capacityRows = config_.capacityRows;
+  st.admitted = admitted_.load();
+  st.evicted = evicted_.load();
+  st.hits = hits_.load();
+  st.misses = misses_.load();
+  st.rowBytes = config_.dim * 4;
+  for (const Slot& s : slots_) st.slotRowBytes += s.width * 4;
+  // Read without the table's lock: a figure for reports, not for arithmetic.
+  const int64_t touched = st.rows + int64_t(freeRows_.size());
+  st.freeRows = int64_t(freeRows_.size());
+  st.residentBytes = touched * (st.rowBytes + st.slotRowBytes + kRowMetaBytes);
+  int64_t slots = 0;
+  for (const auto& s : stripes_) slots += int64_t(s->entries.size());
+  st.indexBytes = slots * int64_t(sizeof(Entry) + 1);
+  return st;
+}
+
+DynamicTableSnapshot DynamicTable::snapshot(bool changesOnly) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int64_t, int64_t>> live;  // (id, row)
+  std::vector<Entry> waiting;
+  for (const auto& s : stripes_) {
+    for (size_t i = 0; i < s->entries.size(); ++i) {
+      if (!s->used[i]) continue;
+      const Entry& e = s->entries[i];
+      if (e.row >= 0) {
+        if (!changesOnly || rowUpdated_[e.row] >= savedStep_) live.emplace_back(e.id, e.row);
+      } else if (!changesOnly || e.lastSeen >= savedStep_) {
+        waiting.push_back(e);
+      }
+    }
+  }
+  std::sort(live.begin(), live.end());
+  std::sort(waiting.begin(), waiting.end(), [](const Entry& a, const Entry& b) { return a.id < b.id; });
+  const int64_t n = int64_t(live.size()), m = int64_t(waiting.size()), dim = config_.dim;
+  auto host = [](DType dtype, std::vector<int64_t> shape) {
+    Tensor t{nullptr, dtype, std::move(shape)};
+    t.buffer = Buffer::allocate(Device::cpu(), std::max<size_t>(t.bytes(), 1));
+    return t;
+  };
+  DynamicTableSnapshot out;
+  out.ids = host(DType::Int64, {n});
+  out.values = host(DType::Float32, {n, dim});
+  out.meta = host(DType::Int64, {n, 3});
+  for (const Slot& s : slots_) out.slots.push_back(host(DType::Float32, s.width == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, dim}));
+  parallelFor(n, 1024, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t row = live[size_t(i)].second;
+      out.ids.data<int64_t>()[i] = live[size_t(i)].first;
+      std::memcpy(out.values.data<float>() + i * dim, values_.data<float>() + row * dim, size_t(dim) * 4);
+      for (size_t k = 0; k < slots_.size(); ++k) {
+        const int64_t w = slots_[k].width;
+        std::memcpy(out.slots[k].data<float>() + i * w, slots_[k].tensor.data<float>() + row * w, size_t(w) * 4);
+      }
+      int64_t* meta = out.meta.data<int64_t>() + 3 * i;
+      meta[0] = rowSeen_[row];
+      meta[1] = find(stripeOf(live[size_t(i)].first), live[size_t(i)].first)->count;
+      meta[2] = rowUpdated_[row];
+    }
+  });
+  out.pendingIds = host(DType::Int64, {m});
+  out.pendingMeta = host(DType::Int64, {m, 2});
+  for (int64_t i = 0; i < m; ++i) {
+    out.pendingIds.data<int64_t>()[i] = waiting[size_t(i)].id;
+    out.pendingMeta.data<int64_t>()[2 * i] = waiting[size_t(i)].lastSeen;
+    out.pendingMeta.data<int64_t>()[2 * i + 1] = waiting[size_t(i)].count;
+  }
+  std::vector<int64_t> removed;
+  if (changesOnly) {
+    // An id evicted and made again since is among the rows, not the removed.
+    for (int64_t id : removedSinceSave_) {
+      const Entry* e = find(stripeOf(id), id);
+      if (!e || e->row < 0) removed.push_back(id);
+    }
+    std::sort(removed.begin(), removed.end());
+    removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
+  }
+  out.removedIds = host(DType::Int64, {int64_t(removed.size())});
+  std::copy(removed.begin(), removed.end(), out.removedIds.data<int64_t>());
+  return out;
+}
+
+void DynamicTable::markSaved(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  savedStep_ = step;
+  removedSinceSave_.clear();
+}
+
+void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int64_t worldSize, int64_t rank,
+                           const std::string& who) {
+  const int64_t dim = config_.dim;
+  const int64_t n = saved.ids.size();
+  auto expect = [&](const Tensor& t, DType dtype, std::vector<int64_t> shape, const char* what) {
+    HB_CHECK_CODE(t.buffer && t.dtype == dtype && t.shape == shape, Shape, who, ": ", what, " must be ", dtypeName(dtype),
+                  " ", Tensor{nullptr, dtype, shape}.shapeString(), ", got ", t.buffer ? t.shapeString() : "none");
+  };
+  expect(saved.ids, DType::Int64, {n}, "ids");
+  expect(saved.values, DType::Float32, {n, dim}, "values");
+  expect(saved.meta, DType::Int64, {n, 3}, "meta");
+  HB_CHECK(saved.slots.size() <= slots_.size(), who, ": ", saved.slots.size(), " slots given, the table has ", slots_.size());
+  for (size_t k = 0; k < saved.slots.size(); ++k) {
+    if (!saved.slots[k].buffer) continue;
+    expect(saved.slots[k], DType::Float32, slots_[k].width == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, dim}, "a slot");
+  }
+  const int64_t m = saved.pendingIds.buffer ? saved.pendingIds.size() : 0;
+  if (saved.pendingIds.buffer) expect(saved.pendingIds, DType::Int64, {m}, "pendingIds");
+  if (m > 0) expect(saved.pendingMeta, DType::Int64, {m, 2}, "pendingMeta");
+  if (saved.removedIds.buffer) expect(saved.removedIds, DType::Int64, {saved.removedIds.size()}, "removedIds");
+  HB_CHECK(worldSize >= 1 && rank >= 0 && rank < worldSize, who, ": bad shard ", rank, " of ", worldSize);
+  const int64_t* ids = saved.ids.data<int64_t>();
+  const int64_t* meta = saved.meta.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    HB_CHECK_CODE(meta[3 * i + 1] >= 0, Corrupt, who, ": row ", i, " (id ", ids[i], ") has a negative count");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (replace) {
+    for (auto& s : stripes_) {
+      s->entries.assign(kFirstStripeSlots, Entry{});
+      s->used.assign(kFirstStripeSlots, 0);
+      s->size = 0;
+    }
+    freeRows_.clear();
+    for (int64_t r = 0; r < nextRow_; ++r) freeRows_.push_back(nextRow_ - 1 - r);
+    lruHead_ = lruTail_ = -1;
+    live_ = 0;
+    pending_ = 0;
+    admitted_ = evicted_ = hits_ = misses_ = 0;
+  }
+  if (saved.removedIds.buffer) {
+    for (int64_t k = 0; k < saved.removedIds.size(); ++k) {
+      const int64_t id = saved.removedIds.data<int64_t>()[k];
+      Stripe& s = stripeOf(id);
+      Entry* e = find(s, id);
+      if (!e) continue;
+      if (e->row >= 0) {
+        const int64_t row = e->row;
+        erase(s, id);
+        if (tracksUse()) lruUnlink(row);
+        freeRows_.push_back(row);
+        --live_;
+      } else {
+        erase(s, id);
+        --pending_;
+      }
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> placed;  // (saved index, row)
+  for (int64_t i = 0; i < n; ++i) {
+    if (floorMod(ids[i], worldSize) != rank) continue;
+    Stripe& s = stripeOf(ids[i]);
+    Entry* e = find(s, ids[i]);
+    if (!e) e = insert(s, ids[i]);
+    if (e->row < 0) {
+      if (e->count > 0) --pending_;
+      HB_CHECK_CODE(config_.maxRows == 0 || live_.load() < config_.maxRows, OutOfRange, who, ": the checkpoint holds more rows than embMaxRows (",
+                    config_.maxRows, ")");
+      int64_t row;
+      if (!freeRows_.empty()) {
+        row = freeRows_.back();
+        freeRows_.pop_back();
+      } else {
+        HB_CHECK_CODE(nextRow_ < config_.capacityRows, OutOfMemory, who, ": the checkpoint's rows do not fit the table's capacity (",
+                      config_.capacityRows, ")");
+        row = nextRow_++;
+      }
+      // find again: nothing moved (no insert since), but keep the entry's pointer honest.
+      e = find(s, ids[i]);
+      e->row = row;
+      ++live_;
+    } else if (tracksUse()) {
+      lruUnlink(e->row);
+    }
+    e->count = meta[3 * i + 1];
+    e->lastSeen = -1;
+    rowId_[e->row] = ids[i];
+    rowSeen_[e->row] = meta[3 * i];
+    rowUpdated_[e->row] = meta[3 * i + 2];
+    placed.emplace_back(i, e->row);
+  }
+  parallelFor(int64_t(placed.size()), 512, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const auto [i, row] = placed[size_t(k)];
+      std::memcpy(values_.data<float>() + row * dim, saved.values.data<float>() + i * dim, size_t(dim) * 4);
+      for (size_t j = 0; j < slots_.size(); ++j) {
+        const int64_t w = slots_[j].width;
+        float* to = slots_[j].tensor.data<float>() + row * w;
+        if (j < saved.slots.size() && saved.slots[j].buffer) std::memcpy(to, saved.slots[j].data<float>() + i * w, size_t(w) * 4);
+        else std::fill_n(to, w, slots_[j].initial);
+      }
+    }
+  });
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t id = saved.pendingIds.data<int64_t>()[i];
+    if (floorMod(id, worldSize) != rank) continue;
+    Stripe& s = stripeOf(id);
+    Entry* e = find(s, id);
+    if (e && e->row >= 0) continue;
+    if (!e) {
+      e = insert(s, id);
+      ++pending_;
+    }
+    e->lastSeen = saved.pendingMeta.data<int64_t>()[2 * i];
+    e->count = saved.pendingMeta.data<int64_t>()[2 * i + 1];
+  }
+  if (tracksUse()) {
+    // The list by last use, rebuilt from the rows' last-seen steps (ties in id order).
+    std::vector<int64_t> order;
+    for (auto& s : stripes_) {
+      for (size_t i = 0; i < s->entries.size(); ++i) {
+        if (s->used[i] && s->entries[i].row >= 0) order.push_back(s->entries[i].row);
+      }
+    }
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return rowSeen_[a] != rowSeen_[b] ? rowSeen_[a] < rowSeen_[b] : rowId_[a] < rowId_[b];
+    });
+    lruHead_ = lruTail_ = -1;
+    for (int64_t row : order) lruPushFront(row);
+  }
+  removedSinceSave_.clear();
+}
+
+namespace {
+std::mutex registryMu;
+// Weak: a table lives as long as something holds its handle tensor (the JS table, the
+// plans that look it up); the registry only finds it by id.
+std::unordered_map<int64_t, std::weak_ptr<DynamicTable>>& registry() {
+  static auto* tables = new std::unordered_map<int64_t, std::weak_ptr<DynamicTable>>();
+  return *tables;
+}
+int64_t nextTableId = 1;
+}  // namespace
+
+int64_t registerDynamicTable(std::shared_ptr<DynamicTable> table) {
+  std::lock_guard<std::mutex> lock(registryMu);
+  // Entries of tables gone are dropped as new ones come.
+  for (auto it = registry().begin(); it != registry().end();) it = it->second.expired() ? registry().erase(it) : std::next(it);
+  const int64_t id = nextTableId++;
+  registry()[id] = table;
+  return id;
+}
+
+std::shared_ptr<DynamicTable> findDynamicTable(int64_t id, const std::string& who) {
+  std::lock_guard<std::mutex> lock(registryMu);
+  auto it = registry().find(id);
+  std::shared_ptr<DynamicTable> table = it == registry().end() ? nullptr : it->second.lock();
+  HB_CHECK(table != nullptr, who, ": dynamic table ", id, " does not exist (it was released)");
+  return table;
+}
+
+void releaseDynamicTable(int64_t id) {
+  std::lock_guard<std::mutex> lock(registryMu);
+  registry().erase(id);
+}
+
+}  // namespace hb
