@@ -13,6 +13,8 @@ export { unique } from './tensor/unique';
 export type { UniqueResult } from './tensor/unique';
 export { IndexedSlices } from './tensor/indexed_slices';
 export { EmbeddingTable } from './embedding/embedding_table';
+export { DynamicEmbeddingTable } from './embedding/dynamic_table';
+export type { DynamicTableOptions, DynamicTableStats } from './embedding/dynamic_table';
 export type { EmbeddingTableSpec, EmbeddingTableStats, LookupOptions } from './embedding/embedding_table';
 export type { TablePlacement, PlacementKind } from './embedding/placement';
 export * as train from './train';

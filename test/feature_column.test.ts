@@ -499,9 +499,9 @@ describe('embedding options', () => {
     expect(() => hb.scope({}, async () => 1)).toThrow(/synchronous/);
   });
 
-  it("embDevice 'cpu' keeps the table in host memory; unimplemented backends and dtypes say so", () => {
+  it("embDevice 'cpu' keeps the table in host memory; unimplemented placements and dtypes say so", () => {
     expect(fc.embeddingColumn(cat('a'), 2, { embDevice: 'cpu' }).variable.device).toBe('cpu');
-    expect(() => fc.embeddingColumn(cat('a'), 2, { embBackend: 'DYNAMIC' }).variable).toThrow(/DYNAMIC.*not implemented/);
+    expect(() => fc.embeddingColumn(cat('a'), 2, { embBackend: 'DYNAMIC', embDevice: 'cuda' }).variable).toThrow(/host memory/);
     expect(() => fc.embeddingColumn(cat('a'), 2, { embDtype: 'float16' }).variable).toThrow(/float16.*not implemented/);
   });
 

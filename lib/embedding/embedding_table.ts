@@ -68,8 +68,8 @@ export interface GradientApplier {
 export class EmbeddingTable implements SlotOwner {
   readonly spec: EmbeddingTableSpec;
   readonly placement: TablePlacement;
-  private storage?: Variable;
-  private readonly slotVariables = new Map<string, Variable>();
+  protected storage?: Variable;
+  protected readonly slotVariables = new Map<string, Variable>();
 
   constructor(spec: EmbeddingTableSpec, placement: TablePlacement) {
     const where = `embedding table '${spec.name}'`;

@@ -10,19 +10,23 @@
 // part"). Any checkpoint restores at any world size: tables are described whole and each
 // rank reads the rows it holds (lib/io/checkpoint_source.ts).
 import { allgather, allreduce } from '../distribute/collectives';
+import { DynamicEmbeddingTable } from '../embedding/dynamic_table';
 import { EmbeddingTable } from '../embedding/embedding_table';
 import { GraphWorld, VariableStore } from '../graph/graph';
 import type { Optimizer } from '../train/optimizer';
 import { Variable } from '../tensor/variable';
 import { tensor } from '../tensor/tensor';
-import { CheckpointTensor, listCheckpoints, recordShardedCheckpoint, saveCheckpoint, shardFileName, writeCheckpointShard } from '../io/checkpoint_file';
+import { CheckpointDType, CheckpointTensor, listCheckpoints, recordShardedCheckpoint, saveCheckpoint, shardFileName, writeCheckpointShard } from '../io/checkpoint_file';
 import { CheckpointSource, latestCheckpointSource, openCheckpoint, OWNER_RULE, SHARDED_FORMAT, ShardedLayout } from '../io/checkpoint_source';
 
 /** A tensor as a checkpoint describes it: whole (a sharded table's logical shape). */
 export interface SavedTensor {
   name: string;
-  dtype: 'float32';
+  dtype: CheckpointDType;
+  /** -1 first: any number of rows (a dynamic table's live rows). */
   shape: number[];
+  /** 'concat': each rank saves its own rows, any number (a sharded dynamic table). */
+  layout?: 'concat';
 }
 
 /** One thing a checkpoint holds: a variable, or a table with its slots. */
@@ -39,6 +43,10 @@ export interface CheckpointItem {
   save(): CheckpointTensor[];
   /** Reads the tensors among `wanted` that the checkpoint has; resolves to the names read. */
   load(source: CheckpointSource, wanted: ReadonlySet<string>): Promise<string[]>;
+  /** Before save(): reads out what save() returns (a dynamic table's live rows). */
+  prepare?(): Promise<void>;
+  /** After the checkpoint of `globalStep` is durable. */
+  saved?(globalStep: number): Promise<void>;
 }
 
 /** `slotOf`: for an optimizer slot, the name of its variable. */
@@ -62,6 +70,7 @@ export function variableItem(v: Variable, slotOf?: string): CheckpointItem {
 }
 
 export function tableItem(table: EmbeddingTable): CheckpointItem {
+  if (table instanceof DynamicEmbeddingTable) return dynamicTableItem(table);
   return {
     get names() {
       return [table.name, ...table.slots.keys()];
@@ -73,6 +82,23 @@ export function tableItem(table: EmbeddingTable): CheckpointItem {
     describe: () => table.describeSaved(),
     save: () => table.save(),
     load: async (source, wanted) => (source.entries.has(table.name) ? table.restoreFrom(source, wanted) : []),
+  };
+}
+
+function dynamicTableItem(table: DynamicEmbeddingTable): CheckpointItem {
+  return {
+    get names() {
+      return table.savedNames;
+    },
+    get slots() {
+      return new Map([...table.slots.keys()].map((slot) => [slot, table.name]));
+    },
+    sharded: table.isSharded,
+    describe: () => table.describeDynamic().map((t) => ({ ...t, layout: 'concat' as const })),
+    prepare: () => table.prepareSave(),
+    save: () => table.saveDynamic(),
+    saved: (step) => table.saved(step),
+    load: async (source, wanted) => (source.entries.has(table.name) ? table.restoreDynamic(source, wanted) : []),
   };
 }
 
@@ -178,7 +204,8 @@ export class CheckpointManager {
       const misfits = expected.flatMap(({ name, dtype, shape }) => {
         const entry = candidate!.source.entries.get(name)!;
         if (entry.dtype !== dtype) return [`'${name}' is ${entry.dtype} but the model's is ${dtype}`];
-        if (entry.shape.join() !== shape.join()) return [`'${name}' has shape [${entry.shape}] but the model's is [${shape}]`];
+        const rowsAny = shape[0] === -1 && entry.shape.length === shape.length;
+        if (rowsAny ? entry.shape.slice(1).join() !== shape.slice(1).join() : entry.shape.join() !== shape.join()) return [`'${name}' has shape [${entry.shape}] but the model's is [${shape}]`];
         return [];
       });
       if (misfits.length === 0) {
@@ -206,8 +233,10 @@ export class CheckpointManager {
 
   /** Writes every item's tensors at `globalStep`; resolves to the file written. */
   async save(globalStep: number, items: CheckpointItem[], metadata: Record<string, string>): Promise<string> {
+    for (const item of items) await item.prepare?.();
     const tensors = items.flatMap((item) => item.save());
     const info = await saveCheckpoint(this.modelDir, globalStep, tensors, { keepMax: this.options.keepMax, metadata });
+    for (const item of items) await item.saved?.(globalStep);
     return info.path;
   }
 
@@ -218,7 +247,9 @@ export class CheckpointManager {
    */
   async saveSharded(globalStep: number, items: CheckpointItem[], metadata: Record<string, string>, world: GraphWorld): Promise<string> {
     const { size: W, rank } = world;
-    const mine = items.filter((item) => item.sharded || rank === 0).flatMap((item) => item.save());
+    const ours = items.filter((item) => item.sharded || rank === 0);
+    for (const item of ours) await item.prepare?.();
+    const mine = ours.flatMap((item) => item.save());
     let written: { sha256: string; bytes: number } | undefined;
     let failure: Error | undefined;
     try {
@@ -261,7 +292,7 @@ export class CheckpointManager {
           const words = Array.from(all.subarray(r * WORDS + 1, r * WORDS + 9), (w) => (w >>> 0).toString(16).padStart(8, '0'));
           return { file: shardFileName(globalStep, r, W), sha256: words.join(''), bytes: (all[r * WORDS + 9] >>> 0) * 2 ** 32 + (all[r * WORDS + 10] >>> 0) };
         }),
-        tensors: Object.fromEntries(items.flatMap((item) => item.describe().map((t) => [t.name, { dtype: t.dtype, shape: t.shape, layout: item.sharded ? 'sharded' : 'whole' }] as const))),
+        tensors: Object.fromEntries(items.flatMap((item) => item.describe().map((t) => [t.name, { dtype: t.dtype, shape: t.shape, layout: t.layout ?? (item.sharded ? 'sharded' : 'whole') }] as const))),
         metadata,
       };
       try {
@@ -275,6 +306,7 @@ export class CheckpointManager {
     const outcome = (await (await allreduce(tensor(Int32Array.of(listed ? 1 : 0), [1], 'int32', { device: 'cpu' }), { op: 'max' })).data()) as Int32Array;
     if (listed) throw listed;
     if (outcome[0] !== 0) throw new Error(`checkpoint at step ${globalStep} was not written: rank 0 could not write its layout (see its error); the previous checkpoint stays the latest`);
+    for (const item of ours) await item.saved?.(globalStep);
     return `${this.modelDir}/${name}`;
   }
 

@@ -14,6 +14,12 @@ export interface CategoricalColumn extends FeatureColumn {
   readonly numBuckets: number;
   /** The int64 ids (and weights) TF's get_sparse_tensors gives for the same input. */
   transform(features: Features): Ragged;
+  /**
+   * The ids a dynamic table (embBackend: 'DYNAMIC') keys rows by: int64, any value, not
+   * reduced to numBuckets (an identity column's integers, a hash column's Fingerprint64).
+   * Columns without it cannot feed a dynamic table.
+   */
+  rawIds?(features: Features): Ragged;
 }
 
 export interface DenseColumn extends FeatureColumn {

@@ -3,7 +3,9 @@
 // safe_embedding_lookup_sparse (negative ids pruned, empty rows zero).
 import { context as distributedContext } from '../distribute/process_group';
 import { planTablePlacement } from '../distribute/sharding_planner';
+import { DynamicEmbeddingTable } from '../embedding/dynamic_table';
 import { EmbeddingTable } from '../embedding/embedding_table';
+import { localPlacement } from '../embedding/placement';
 import { Initializer, truncatedNormal } from '../initializers';
 import { Combiner } from '../nn/lookup_arguments';
 import { Ragged } from '../tensor/ragged';
@@ -42,14 +44,30 @@ class TableHolder {
   private table?: EmbeddingTable;
   constructor(readonly spec: TableSpec) {}
 
+  /** A dynamic table: asked for, or the only kind an unbounded column (no numBuckets) can feed. */
+  get dynamic(): boolean {
+    return this.spec.options.embBackend === 'DYNAMIC' || !Number.isFinite(this.spec.numBuckets);
+  }
+
   get(): EmbeddingTable {
     if (!this.table) {
       const { name, options } = this.spec;
-      if (options.embBackend !== 'DEFAULT') {
-        throw new Error(`embedding table '${name}': embBackend '${options.embBackend}' (dynamic hash tables) is not implemented yet; use 'DEFAULT'`);
-      }
       // Placed in the job this process is part of (hb-ts launch's environment, or init()).
       const job = distributedContext();
+      if (this.dynamic) {
+        // Keyed by id floormod W over a job, whole in one process; in host memory.
+        const placement = job.worldSize > 1 ? { kind: 'sharded' as const, device: 'cpu', worldSize: job.worldSize, rank: job.rank } : localPlacement('cpu');
+        if (options.embDevice !== '' && options.embDevice !== 'cpu') {
+          throw new Error(`embedding table '${name}': dynamic tables are kept in host memory (embDevice '' or 'cpu'), not on '${options.embDevice}'`);
+        }
+        if (job.worldSize > 1 && !options.embSharded) throw new Error(`embedding table '${name}': a dynamic table is sharded over a job (embSharded: false is for fixed tables)`);
+        this.table = new DynamicEmbeddingTable(
+          { name, rows: Number.MAX_SAFE_INTEGER, dim: this.spec.dimension, dtype: options.embDtype as 'float32', initializer: this.spec.initializer, trainable: this.spec.trainable },
+          placement,
+          { admitMinCount: options.embAdmitMinCount, evictAfterSteps: options.embEvictAfterSteps, maxRows: options.embMaxRows },
+        );
+        return this.table;
+      }
       const placement = planTablePlacement(
         { rows: this.spec.numBuckets, device: options.embDevice, embSharded: options.embSharded, batchSize: options.batchSize },
         { size: job.worldSize, rank: job.rank },
@@ -100,8 +118,13 @@ export abstract class LookupColumn implements DenseColumn {
   /** The ids the lookup combines: per example, or per segment with embSegmentRank > 0. */
   lookupIds(features: Features): Ragged {
     const rank = this.options.embSegmentRank;
-    if (rank === 0) return this.categoricalColumn.transform(features);
-    return this.categoricalColumn.transform(segmentFeatures(features, this.keys, rank, this.name));
+    const input = rank === 0 ? features : segmentFeatures(features, this.keys, rank, this.name);
+    if (!this.holder.dynamic) return this.categoricalColumn.transform(input);
+    const column = this.categoricalColumn;
+    if (!column.rawIds) {
+      throw new Error(`feature column '${this.name}': a dynamic table (embBackend 'DYNAMIC') is keyed by raw ids, which column '${column.name}' does not give; use an identity or hash bucket column`);
+    }
+    return column.rawIds(input);
   }
 
   async denseValues(features: Features): Promise<{ values: Float32Array; rows: number }> {

@@ -15,6 +15,12 @@ export interface EmbeddingOptionValues {
   embSegmentRank: number;
   embSharded: boolean;
   batchSize: number | undefined;
+  /** DYNAMIC tables: training lookups of an id before it gets a row (DeepRec's CounterFilter). */
+  embAdmitMinCount: number;
+  /** DYNAMIC tables: a row unseen for more global steps than this is evicted; 0 never. */
+  embEvictAfterSteps: number;
+  /** DYNAMIC tables: at most this many rows per rank, least recently used evicted beyond; 0 no cap. */
+  embMaxRows: number;
 }
 
 export type EmbeddingOptionName = keyof EmbeddingOptionValues;
@@ -37,6 +43,7 @@ interface OptionRule {
 
 const dtypes = ['float32', 'float16', 'bfloat16'];
 const isPositiveInt = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;
+const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 const parseBool = (text: string): unknown => {
   const t = text.trim().toLowerCase();
   if (['1', 'true', 'yes'].includes(t)) return true;
@@ -67,6 +74,9 @@ const rules: Record<EmbeddingOptionName, OptionRule> = {
     parseEnv: parseNumber,
   },
   embSharded: { env: 'HB_EMB_SHARDED', fallback: true, type: 'boolean', check: (v) => typeof v === 'boolean', expected: 'a boolean', parseEnv: parseBool },
+  embAdmitMinCount: { env: 'HB_EMB_ADMIT_MIN_COUNT', fallback: 1, type: 'number', check: isPositiveInt, expected: 'an integer >= 1', parseEnv: parseNumber },
+  embEvictAfterSteps: { env: 'HB_EMB_EVICT_AFTER_STEPS', fallback: 0, type: 'number', check: isCount, expected: 'an integer >= 0', parseEnv: parseNumber },
+  embMaxRows: { env: 'HB_EMB_MAX_ROWS', fallback: 0, type: 'number', check: isCount, expected: 'an integer >= 0', parseEnv: parseNumber },
   batchSize: { env: 'HB_BATCH_SIZE', fallback: undefined, type: 'number', check: isPositiveInt, expected: 'an integer >= 1', parseEnv: parseNumber },
 };
 

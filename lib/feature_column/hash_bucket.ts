@@ -51,6 +51,14 @@ export class HashedCategoricalColumn implements CategoricalColumn {
     const buckets = native.stringsFingerprint(ids.values, ids.offsets, this.hashBucketSize) as BigInt64Array;
     return new Ragged(buckets, ids.rowSplits, ids.weights);
   }
+
+  /** Fingerprint64 itself (as int64 bits), not taken modulo hashBucketSize: a dynamic table's key. */
+  rawIds(features: Features): Ragged {
+    const ids = idsOfFeature(featureOf(features, this.key, this.name), this.name, this.key);
+    checkValuesMatch(ids, this.dtype, this.name, this.key);
+    const fingerprints = native.stringsFingerprint(ids.values, ids.offsets, undefined) as unknown as BigUint64Array;
+    return new Ragged(new BigInt64Array(fingerprints.buffer, fingerprints.byteOffset, fingerprints.length), ids.rowSplits, ids.weights);
+  }
 }
 
 export function categoricalColumnWithHashBucket(key: string, hashBucketSize: number, dtype: CategoricalDType = 'string'): HashedCategoricalColumn {

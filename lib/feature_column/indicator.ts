@@ -32,5 +32,7 @@ export class IndicatorColumn implements DenseColumn {
 }
 
 export function indicatorColumn(categoricalColumn: CategoricalColumn): IndicatorColumn {
-  return new IndicatorColumn(checkCategorical(categoricalColumn, 'indicatorColumn', 'categoricalColumn'));
+  const column = checkCategorical(categoricalColumn, 'indicatorColumn', 'categoricalColumn');
+  if (!Number.isFinite(column.numBuckets)) throw new Error(`indicatorColumn: column '${column.name}' has no numBuckets (its ids are unbounded)`);
+  return new IndicatorColumn(column);
 }

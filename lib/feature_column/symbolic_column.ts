@@ -3,6 +3,7 @@
 // the values it computes from each raw batch (its transform, run natively per step).
 // Under a job, the lookups of sharded tables are coalesced in groups (embNumGroups):
 // one exchange of ids and one of rows per group.
+import { DynamicEmbeddingTable } from '../embedding/dynamic_table';
 import { coalescedShardedLookup } from '../embedding/coalesced_lookup';
 import { BATCH, Graph, SymbolicTensor } from '../graph/graph';
 import { placeholder } from '../graph/ops/sources';
@@ -48,7 +49,8 @@ function namingColumn<T>(column: DenseColumn, make: () => T): T {
  */
 export function symbolicColumns(columns: readonly DenseColumn[], source: SymbolicFeatureSource, numGroups: number): SymbolicTensor[] {
   const graph = source.graph;
-  const sharded = columns.filter((c): c is LookupColumn => c instanceof LookupColumn && c.embeddingTable.isSharded);
+  // Dynamic tables look up on their own (their owners find rows by id, not by row).
+  const sharded = columns.filter((c): c is LookupColumn => c instanceof LookupColumn && c.embeddingTable.isSharded && !(c.embeddingTable instanceof DynamicEmbeddingTable));
   const out = new Map<DenseColumn, SymbolicTensor>();
   const groups = Math.min(numGroups, sharded.length);
   for (let g = 0; g < groups; g++) {

@@ -39,8 +39,11 @@ export interface CheckpointTensorInfo {
   dtype: CheckpointDType;
   /** The whole tensor's shape (a sharded table's logical rows). */
   shape: number[];
-  /** 'sharded': saved as the shards of the ranks that wrote it. */
-  layout: 'whole' | 'sharded';
+  /**
+   * 'sharded': saved as the shards of the ranks that wrote it; 'concat': each rank's own
+   * rows, any number (a dynamic table's), read as all of them one after the other.
+   */
+  layout: 'whole' | 'sharded' | 'concat';
 }
 
 /** Which rows of a table a rank holds: row j is the table's row j * worldSize + rank. */
@@ -71,7 +74,7 @@ export interface ShardedLayout {
   worldSize: number;
   ownerRule: string;
   shards: Array<{ file: string; sha256: string; bytes: number }>;
-  tensors: Record<string, { dtype: CheckpointDType; shape: number[]; layout: 'whole' | 'sharded' }>;
+  tensors: Record<string, { dtype: CheckpointDType; shape: number[]; layout: 'whole' | 'sharded' | 'concat' }>;
   metadata: Record<string, string>;
 }
 
@@ -168,6 +171,7 @@ async function openSharded(file: string): Promise<CheckpointSource> {
   for (let r = 0; r < W; r++) {
     for (const name of headers[r].entries.keys()) {
       const t = layout.tensors[name];
+      if (t?.layout === 'concat') continue;
       if (!t || (t.layout === 'whole' && r > 0)) throw new Error(`Checkpoint ${file}: shard ${r} of ${W} holds '${name}', which its layout does not list there`);
     }
   }
@@ -175,7 +179,21 @@ async function openSharded(file: string): Promise<CheckpointSource> {
     throw new Error(`Checkpoint ${file}: its layout's metadata differs from what shard 0 recorded`);
   }
   const entries = new Map<string, CheckpointTensorInfo>();
+  const concatRows = new Map<string, number[]>();
   for (const [name, t] of Object.entries(layout.tensors)) {
+    if (t.layout === 'concat') {
+      // Each shard's own rows, the rest of the shape the layout's.
+      const rows = headers.map((h, r) => {
+        const entry = h.entries.get(name);
+        if (!entry || entry.dtype !== t.dtype || entry.shape.length !== t.shape.length || entry.shape.slice(1).join() !== t.shape.slice(1).join()) {
+          throw new Error(`Checkpoint ${file}: shard ${r} of ${W} does not hold '${name}' as ${t.dtype} [n, ${t.shape.slice(1)}] as its layout says`);
+        }
+        return entry.shape[0];
+      });
+      concatRows.set(name, rows);
+      entries.set(name, { name, dtype: t.dtype, shape: [rows.reduce((a, b) => a + b, 0), ...t.shape.slice(1)], layout: 'concat' });
+      continue;
+    }
     entries.set(name, { name, dtype: t.dtype, shape: t.shape, layout: t.layout });
     // Every shard holds what the layout says, so a read never finds less.
     for (let r = 0; r < W; r++) {
@@ -198,6 +216,18 @@ async function openSharded(file: string): Promise<CheckpointSource> {
       const info = entries.get(name);
       if (!info) throw new Error(`Checkpoint ${file} has no '${name}'`);
       const whole = { worldSize: 1, rank: 0 };
+      if (info.layout === 'concat') {
+        if (shard || target.device !== 'cpu' || (target.shape as number[]).join() !== info.shape.join()) {
+          throw new Error(`Checkpoint ${file}: '${name}' is read whole ([${info.shape}]) into host memory, not into [${target.shape}] on ${target.device}`);
+        }
+        const rows = concatRows.get(name)!;
+        let at = 0;
+        for (let r = 0; r < W; r++) {
+          if (rows[r] > 0) await loadTensorRows(path.join(dir, layout.shards[r].file), headers[r], name, target, { rowBegin: 0, rowEnd: rows[r], targetRowBegin: at });
+          at += rows[r];
+        }
+        return;
+      }
       if (info.layout === 'whole') {
         const file0 = path.join(dir, layout.shards[0].file);
         if (!shard || shard.worldSize === 1) return readPart(file0, headers[0], name, target, whole, shard, entries);
@@ -234,8 +264,8 @@ function checkLayout(layout: ShardedLayout, file: string): void {
   });
   if (layout.tensors === null || typeof layout.tensors !== 'object') throw bad('has no tensors');
   for (const [name, t] of Object.entries(layout.tensors)) {
-    const shapeOk = Array.isArray(t?.shape) && t.shape.every((d) => isCount(d, 0));
-    if (!shapeOk || !isCheckpointDType(t.dtype) || (t.layout !== 'whole' && t.layout !== 'sharded') || (t.layout === 'sharded' && t.shape.length === 0)) {
+    const shapeOk = Array.isArray(t?.shape) && t.shape.every((d, i) => isCount(d, 0) || (i === 0 && d === -1 && t.layout === 'concat'));
+    if (!shapeOk || !isCheckpointDType(t.dtype) || (t.layout !== 'whole' && t.layout !== 'sharded' && t.layout !== 'concat') || (t.layout === 'sharded' && t.shape.length === 0)) {
       throw bad(`describes '${name}' wrongly`);
     }
   }

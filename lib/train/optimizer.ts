@@ -110,6 +110,7 @@ export abstract class Optimizer {
     const nodes = grads.map((g) => {
       const target = { variable: g.variable, slots: this.slotVariables(g.variable, store), optimizer: this };
       const name = `${options.name ?? this.name}/update_${g.variable.name}`;
+      if (g.sparse && (g.variable.slotOwner as { dynamic?: boolean } | undefined)?.dynamic) this.checkDynamicTable(g.variable.name);
       if (g.sparse) return sparseApply(g.sparse, target, name);
       return denseApply(g.dense as SymbolicTensor, target, name);
     });
@@ -117,6 +118,12 @@ export abstract class Optimizer {
     loss.graph.trainOps.push(trainOp);
     return trainOp;
   }
+
+  /**
+   * @internal Throws when this optimizer cannot train a dynamic table (an update that
+   * touches every row, where a dynamic table's rows are only those it has seen).
+   */
+  protected checkDynamicTable(_table: string): void {}
 
   /** @internal The hyperparameters of the next update (a compiled step passes them to native code). */
   stepHyper(): NativeOptimizerHyper {

@@ -78,6 +78,15 @@ export class AdamOptimizer extends Optimizer {
     this.beta1Power = Math.fround(this.beta1);
     this.beta2Power = Math.fround(this.beta2);
   }
+  protected override checkDynamicTable(table: string): void {
+    if (!this.lazy) {
+      throw new Error(
+        `AdamOptimizer(${this.name}): embedding table '${table}' is dynamic, and TF's sparse Adam decays every row's moments each step; ` +
+          'use AdamOptimizer({ lazy: true }) (LazyAdam: only the rows seen), as DeepRec does for EmbeddingVariables',
+      );
+    }
+  }
+
   protected slotSpecs(): SlotSpec[] {
     return [
       { name: 'm', initialValue: 0 },

@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// A dynamic table's training step (lookup, backward, Adagrad on the rows seen, rows made
+// for new ids) against a fixed table holding the same distinct ids, in the same run:
+// the price of the hash index. Ids are raw 64-bit values drawn from a power law (alpha
+// 1.1) over `--distinct` keys; the fixed table gets each key's rank as its row (the
+// mapping a vocabulary would do ahead of time), so both see the same rows.
+//
+//   node bench/dynamic_table.bench.js [--distinct 1000000] [--dim 64] [--batch 16384] [--steps 40]
+//
+// Prints steps/s and ids/s of each, their ratio, the dynamic table's rows and the
+// process's RSS (the rows made, not the id range).
+'use strict';
+const path = require('path');
+const hb = require(path.resolve(__dirname, '..'));
+const { describeMachine } = require('./machine');
+const { option } = require('./options');
+const { timeInterleaved } = require('./timing');
+
+const distinct = option('distinct', 1_000_000);
+const dim = option('dim', 64);
+const batch = option('batch', 16384);
+const hotness = 1; // one id per example (a dense feature)
+const steps = option('steps', 40);
+
+// Power-law ranks (inverse CDF of a Zipf-like law), fixed seed.
+function powerLawRanks(n, seed) {
+  const out = new Int32Array(n);
+  let x = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    const u = (x + 0.5) / 2 ** 32;
+    out[i] = Math.min(distinct - 1, Math.floor(Math.pow(distinct, u) - 1) % distinct);
+  }
+  return out;
+}
+// A raw 64-bit key per rank: a bijection on the low 62 bits, so keys spread over the id range.
+const keyOf = (r) => (BigInt(r) * 0x9e3779b97f4a7c15n) & ((1n << 62n) - 1n);
+
+const batches = Array.from({ length: steps + 3 }, (_, s) => {
+  const ranks = powerLawRanks(batch * hotness, 17 + s);
+  const keys = new BigInt64Array(ranks.length);
+  for (let i = 0; i < ranks.length; i++) keys[i] = keyOf(ranks[i]);
+  const labels = Float32Array.from({ length: batch }, (_, b) => ranks[b * hotness] % 2);
+  return {
+    dynamic: { features: { id: keys }, labels },
+    fixed: { features: { id: BigInt64Array.from(ranks, (r) => BigInt(r)) }, labels },
+  };
+});
+
+async function stepper(kind) {
+  const fc = hb.featureColumn;
+  const categorical = kind === 'dynamic' ? fc.categoricalColumnWithIdentity('id') : fc.categoricalColumnWithIdentity('id', distinct);
+  const column = fc.embeddingColumn(categorical, dim, { combiner: 'sum', initializer: hb.initializers.truncatedNormal({ stddev: 0.05, seed: 1 }) });
+  const { features, labels } = await hb.train.inputs(batches.map((b) => b[kind]));
+  const logits = hb.math.reduceSum(fc.DenseFeatures([column])(features), 1, true);
+  const loss = hb.losses.sigmoidCrossEntropy(labels, logits);
+  const trainOp = new hb.train.AdagradOptimizer({ learningRate: 0.05 }).minimize(loss);
+  const sess = new hb.train.MonitoredTrainingSession({ log: () => undefined });
+  return { run: () => sess.run(trainOp), column, sess };
+}
+
+(async () => {
+  console.log(describeMachine(hb));
+  console.log(`dynamic vs fixed table: ${distinct} keys (power law), dim ${dim}, batch ${batch} x ${hotness} ids, Adagrad, ${steps} steps each`);
+  const dynamic = await stepper('dynamic');
+  const fixed = await stepper('fixed');
+  const [tDynamic, tFixed] = await timeInterleaved([() => dynamic.run(), () => fixed.run()], steps);
+  const ids = batch * hotness;
+  const stats = dynamic.column.embeddingTable.stats();
+  console.log(`dynamic: ${(1 / tDynamic).toFixed(1)} steps/s, ${(ids / tDynamic / 1e6).toFixed(2)} M ids/s; rows ${stats.rows}, made ${stats.admitted}`);
+  console.log(`fixed:   ${(1 / tFixed).toFixed(1)} steps/s, ${(ids / tFixed / 1e6).toFixed(2)} M ids/s`);
+  console.log(`ratio dynamic / fixed: ${(tFixed / tDynamic).toFixed(2)}x`);
+  console.log(`RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB (fixed table ${((distinct * dim * 8) / 2 ** 20).toFixed(0)} MiB with its Adagrad slot)`);
+  await dynamic.sess.close();
+  await fixed.sess.close();
+})().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,245 @@
+// Dynamic embedding tables (embBackend 'DYNAMIC'): rows keyed by any int64 id, made in
+// training, read as zeros elsewhere; admission, eviction, checkpoints, and their parity
+// with a fixed table holding the same ids.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as hb from '../lib';
+import { pinDevice } from './support/devices';
+import { cliPath, killAll, repoRoot, runNode } from './support/processes';
+
+pinDevice('cpu');
+
+const fc = hb.featureColumn;
+const DIM = 4;
+const init = () => hb.initializers.truncatedNormal({ stddev: 0.5, seed: 11 });
+
+type Ids = Array<number | bigint>;
+
+/** One batch per entry: one id per example, label 1 for even ids. */
+function batchesOf(steps: Ids[]): hb.data.Batch[] {
+  return steps.map((ids) => ({
+    features: { id: BigInt64Array.from(ids, (x) => BigInt(x)) },
+    labels: Float32Array.from(ids, (x) => (BigInt(x) % 2n === 0n ? 1 : 0)),
+  }));
+}
+
+function column(options: Record<string, unknown> = {}, numBuckets?: number) {
+  return fc.embeddingColumn(fc.categoricalColumnWithIdentity('id', numBuckets), DIM, { combiner: 'sum', initializer: init(), ...options });
+}
+
+function modelFnFor(col: ReturnType<typeof column>, makeOptimizer: () => hb.train.Optimizer): hb.estimator.ModelFn {
+  return (features, labels, mode) => {
+    const emb = fc.DenseFeatures([col])(features) as hb.SymbolicTensor;
+    const logits = hb.layers.dense(emb, 1, { kernelInitializer: hb.initializers.glorotUniform({ seed: 5 }) });
+    if (mode === hb.estimator.ModeKeys.PREDICT) return hb.estimator.EstimatorSpec({ mode, predictions: { logits } });
+    const loss = hb.losses.sigmoidCrossEntropy(labels as hb.SymbolicTensor, logits);
+    if (mode === hb.estimator.ModeKeys.EVAL) return hb.estimator.EstimatorSpec({ mode, loss });
+    return hb.estimator.EstimatorSpec({ mode, loss, trainOp: makeOptimizer().minimize(loss) });
+  };
+}
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-dynamic-'));
+  dirs.push(dir);
+  return dir;
+}
+afterAll(() => {
+  killAll();
+  dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true }));
+});
+
+async function train(col: ReturnType<typeof column>, steps: Ids[], makeOptimizer: () => hb.train.Optimizer = () => new hb.train.AdagradOptimizer({ learningRate: 0.1 }), modelDir?: string) {
+  const estimator = new hb.estimator.Estimator({
+    modelFn: modelFnFor(col, makeOptimizer),
+    modelDir: modelDir ?? tempDir(),
+    config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, saveCheckpointsSteps: 1000, tfRandomSeed: 3 }),
+  });
+  await estimator.train(() => batchesOf(steps), { maxSteps: steps.length });
+  return estimator;
+}
+
+/** Each id's row as the table holds it (a 'sum' of one id), read without changing anything. */
+async function rowsOf(table: hb.EmbeddingTable, ids: Ids): Promise<Float32Array> {
+  const ragged = new hb.Ragged(BigInt64Array.from(ids, (x) => BigInt(x)), Int32Array.from({ length: ids.length + 1 }, (_, i) => i));
+  const out = await table.lookup(ragged, { combiner: 'sum' });
+  try {
+    return (await out.data()) as Float32Array;
+  } finally {
+    out.dispose();
+  }
+}
+
+describe('dynamic tables', () => {
+  test('an identity column without numBuckets feeds a dynamic table; embBackend DYNAMIC does for a hash column', () => {
+    const table = column().embeddingTable;
+    expect(table).toBeInstanceOf(hb.DynamicEmbeddingTable);
+    const hashed = fc.embeddingColumn(fc.categoricalColumnWithHashBucket('s', 10), DIM, { embBackend: 'DYNAMIC' });
+    expect(hashed.embeddingTable).toBeInstanceOf(hb.DynamicEmbeddingTable);
+    expect(fc.embeddingColumn(fc.categoricalColumnWithHashBucket('s', 10), DIM).embeddingTable).not.toBeInstanceOf(hb.DynamicEmbeddingTable);
+  });
+
+  test('a new row is what row x of a fixed table with the same initializer holds, for any id, in any order', async () => {
+    const ids = [3, 17, 5, 3, 40];
+    const frozen = () => new hb.train.GradientDescentOptimizer({ learningRate: 0 });
+    const a = column();
+    await train(a, [ids, [1, 2]], frozen);
+    const b = column();
+    await train(b, [[2, 1], [...ids].reverse()], frozen);
+    const fixed = column({}, 64);
+    const want = await rowsOf(fixed.embeddingTable, [1, 2, 3, 5, 17, 40]);
+    expect(Array.from(await rowsOf(a.embeddingTable, [1, 2, 3, 5, 17, 40]))).toEqual(Array.from(want));
+    expect(Array.from(await rowsOf(b.embeddingTable, [1, 2, 3, 5, 17, 40]))).toEqual(Array.from(want));
+    // Negative and 64-bit ids are keys like any other.
+    const c = column();
+    await train(c, [[-5, 2n ** 62n, -(2n ** 63n)]], frozen);
+    const stats = c.embeddingTable.stats() as hb.DynamicTableStats;
+    expect(stats.rows).toBe(3);
+    const again = column();
+    await train(again, [[-(2n ** 63n), 2n ** 62n, -5]], frozen);
+    expect(Array.from(await rowsOf(again.embeddingTable, [-5, 2n ** 62n]))).toEqual(Array.from(await rowsOf(c.embeddingTable, [-5, 2n ** 62n])));
+  });
+
+  test.each([
+    ['GradientDescent', () => new hb.train.GradientDescentOptimizer({ learningRate: 0.5 })],
+    ['Momentum', () => new hb.train.MomentumOptimizer({ learningRate: 0.1, momentum: 0.9 })],
+    ['Adagrad', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 })],
+    ['RowwiseAdagrad', () => new hb.train.RowwiseAdagradOptimizer({ learningRate: 0.3 })],
+    ['Adam (lazy)', () => new hb.train.AdamOptimizer({ learningRate: 0.05, lazy: true })],
+    ['Ftrl', () => new hb.train.FtrlOptimizer({ learningRate: 0.3, l1RegularizationStrength: 0.01 })],
+  ])('trains to the same values as a fixed table with the same ids (%s)', async (_name, makeOptimizer) => {
+    const steps: Ids[] = [
+      [1, 2, 3, 1],
+      [4, 2, 9, 9, 0],
+      [3, 3, 5],
+      [0, 1, 2, 4, 5, 9],
+    ];
+    const dynamic = column();
+    const fixed = column({}, 10);
+    await train(dynamic, steps, makeOptimizer);
+    await train(fixed, steps, makeOptimizer);
+    const seen = [0, 1, 2, 3, 4, 5, 9];
+    expect(Array.from(await rowsOf(dynamic.embeddingTable, seen))).toEqual(Array.from(await rowsOf(fixed.embeddingTable, seen)));
+    // Rows never trained: the fixed table keeps its initial values, the dynamic has none.
+    expect(Array.from(await rowsOf(dynamic.embeddingTable, [7]))).toEqual([0, 0, 0, 0]);
+  });
+
+  test('evaluation reads unseen ids as zeros and inserts nothing', async () => {
+    const col = column();
+    const estimator = await train(col, [[1, 2, 3]]);
+    const before = col.embeddingTable.stats() as hb.DynamicTableStats;
+    await estimator.evaluate(() => batchesOf([[1, 100, 200], [300]]));
+    const after = col.embeddingTable.stats() as hb.DynamicTableStats;
+    expect(after.rows).toBe(before.rows);
+    expect(after.admitted).toBe(before.admitted);
+    expect(after.pending).toBe(0);
+    const predictions: number[] = [];
+    for await (const p of estimator.predict(() => batchesOf([[100]]))) predictions.push((p as { logits: Float32Array }).logits[0]);
+    // A zero row through the dense layer: its bias alone.
+    expect(predictions).toHaveLength(1);
+    expect(Array.from(await rowsOf(col.embeddingTable, [100]))).toEqual([0, 0, 0, 0]);
+  });
+
+  test('admission and eviction by age count exactly on a scripted stream', async () => {
+    const col = column({ embAdmitMinCount: 2, embEvictAfterSteps: 2 });
+    // step 0: 7 twice -> admitted; 1, 2 wait. step 1: 1 admitted; 3 waits. step 2: 4 waits.
+    // step 3: 7 (last seen 0) evicted; 4 admitted. step 4: 1 (last seen 1) evicted; 5 waits.
+    await train(col, [[1, 2, 7, 7], [1, 3], [4], [4], [5]]);
+    const s = col.embeddingTable.stats() as hb.DynamicTableStats;
+    expect({ rows: s.rows, admitted: s.admitted, evicted: s.evicted, pending: s.pending }).toEqual({ rows: 1, admitted: 3, evicted: 2, pending: 3 });
+    expect(Array.from(await rowsOf(col.embeddingTable, [7, 1, 2]))).toEqual(new Array(12).fill(0));
+    expect((await rowsOf(col.embeddingTable, [4])).some((x) => x !== 0)).toBe(true);
+  });
+
+  test('a row cap evicts the least recently used rows; a batch over the cap is refused naming the column', async () => {
+    const col = column({ embMaxRows: 2 });
+    // step 0: 1, 2. step 1: 3 evicts 1 (the older of the two seen at step 0). step 2: 2 is
+    // seen again, 4 evicts 3.
+    await train(col, [[1, 2], [3], [2, 4]]);
+    const s = col.embeddingTable.stats() as hb.DynamicTableStats;
+    expect({ rows: s.rows, admitted: s.admitted, evicted: s.evicted }).toEqual({ rows: 2, admitted: 4, evicted: 2 });
+    expect(Array.from(await rowsOf(col.embeddingTable, [1, 3]))).toEqual(new Array(8).fill(0));
+    await expect(train(column({ embMaxRows: 2 }), [[1, 2, 3]])).rejects.toThrow(/id_embedding.*embMaxRows \(2\)/);
+  });
+
+  test('checkpoints hold the live rows, slots and counts, and restore them exactly', async () => {
+    const dir = tempDir();
+    const col = column({ embAdmitMinCount: 2 });
+    const steps: Ids[] = [[1, 1, 2, 3], [2, 4, 4, 5], [2n ** 40n, -9, -9]];
+    const estimator = await train(col, steps, undefined, dir);
+    await estimator.saveCheckpoint();
+    const ids = [1, 2, 4, -9];
+    const rows = await rowsOf(col.embeddingTable, ids);
+    const stats = col.embeddingTable.stats() as hb.DynamicTableStats;
+    const restoredCol = column({ embAdmitMinCount: 2 });
+    const restored = new hb.estimator.Estimator({
+      modelFn: modelFnFor(restoredCol, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
+      modelDir: dir,
+      config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false }),
+    });
+    await restored.evaluate(() => batchesOf([[1]]));
+    expect(Array.from(await rowsOf(restoredCol.embeddingTable, ids))).toEqual(Array.from(rows));
+    const again = restoredCol.embeddingTable.stats() as hb.DynamicTableStats;
+    expect({ rows: again.rows, pending: again.pending }).toEqual({ rows: stats.rows, pending: stats.pending });
+    // Training on from the checkpoint admits a pending id at its next sighting: 3 was seen once.
+    await restored.train(() => batchesOf([[3]]), { maxSteps: 4 });
+    expect((restoredCol.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(stats.rows + 1);
+  });
+
+  test('bad settings are refused naming the column or option', () => {
+    expect(() => fc.indicatorColumn(fc.categoricalColumnWithIdentity('id'))).toThrow(/'id' has no numBuckets/);
+    expect(() => column({ embAdmitMinCount: 0 })).toThrow(/embAdmitMinCount/);
+    expect(() => column({ embMaxRows: -1 })).toThrow(/embMaxRows/);
+    expect(() => column({ embDevice: 'cuda:0' }).embeddingTable).toThrow(/host memory/);
+    expect(() => fc.categoricalColumnWithIdentity('id', undefined, 3)).toThrow(/defaultValue needs numBuckets/);
+    expect(() => fc.categoricalColumnWithIdentity('id').transform({ id: Int32Array.of(1) })).toThrow(/no numBuckets/);
+  });
+
+  test("non-lazy Adam, which decays every row, is refused for a dynamic table", async () => {
+    await expect(train(column(), [[1]], () => new hb.train.AdamOptimizer())).rejects.toThrow(/'id_embedding\/embedding_weights' is dynamic.*lazy: true/);
+  });
+});
+
+// Gloo is built in where libgloo-dev was found (as .ci/run installs it).
+const describeGloo = hb.backend().gloo.available ? describe : describe.skip;
+
+describeGloo('a dynamic table sharded over hb-ts launch', () => {
+  const worker = path.join(repoRoot, 'test', 'fixtures', 'sharded', 'dynamic_worker.js');
+  const env = { HB_DEVICE: 'cpu' };
+
+  /** The rows a checkpoint of the worker's model holds for `ids`, restored in this process. */
+  async function restoredRows(modelDir: string, ids: Ids): Promise<{ rows: Float32Array; count: number }> {
+    const col = column();
+    const estimator = new hb.estimator.Estimator({
+      modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.3 })),
+      modelDir,
+      config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false }),
+    });
+    await estimator.evaluate(() => batchesOf([[0]]));
+    return { rows: await rowsOf(col.embeddingTable, ids), count: (col.embeddingTable.stats() as hb.DynamicTableStats).rows };
+  }
+
+  test('2 ranks train what one process trains on the whole batches; the shards restore into one process', async () => {
+    const sharded = tempDir();
+    const whole = tempDir();
+    const job = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ worldSize: 2, steps: 6, modelDir: sharded })], { env, timeoutMs: 90_000 });
+    expect(job.stderr).toBe('');
+    expect(job.code).toBe(0);
+    const ranks = job.stdout.split('\n').filter((l) => l.includes('RESULT ')).map((l) => JSON.parse(l.slice(l.indexOf('RESULT ') + 7)));
+    expect(ranks.map((r) => r.placement)).toEqual(['sharded', 'sharded']);
+    expect(ranks.every((r) => r.rows > 0)).toBe(true);
+    const alone = await runNode([worker, JSON.stringify({ worldSize: 2, steps: 6, modelDir: whole })], { env, timeoutMs: 60_000 });
+    expect(alone.code).toBe(0);
+    const reference = JSON.parse(alone.stdout.slice(alone.stdout.indexOf('RESULT ') + 7));
+    // Every id lives on exactly one rank (id floormod 2).
+    expect(ranks[0].rows + ranks[1].rows).toBe(reference.rows);
+    const ids = Array.from({ length: 23 }, (_, k) => BigInt(k - 11) * 1000003n * 1000003n);
+    const a = await restoredRows(sharded, ids);
+    const b = await restoredRows(whole, ids);
+    expect(a.count).toBe(reference.rows);
+    expect(b.count).toBe(reference.rows);
+    // The same sums in another order (per-rank gradients, then the exchange): close, not equal.
+    Array.from(a.rows).forEach((x, i) => expect(x).toBeCloseTo(b.rows[i], 5));
+  }, 120_000);
+});
