@@ -142,6 +142,24 @@ describe('Dataset.fromCriteoTsv', () => {
     expect(ds.stats.messages.join('\n')).toMatch(/line 42: the label is "x"/);
   });
 
+  test('a compressed, Parquet or binary file is refused as not text, skipCorrupted or not, without printing its bytes', async () => {
+    const text = Buffer.from(criteoLine(0) + '\n');
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ['gz.tsv', Buffer.concat([Buffer.from([0x1f, 0x8b, 8, 0]), text]), /gz\.tsv is not a text file \(gzip-compressed\).*decompress it first$/],
+      ['pq.tsv', Buffer.concat([Buffer.from('PAR1'), text]), /pq\.tsv is not a text file \(Parquet\).*Dataset\.fromParquet$/],
+      ['elf.tsv', Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), text]), /elf\.tsv is not a text file \(binary: it has NUL bytes\); Criteo TSV is tab-separated text$/],
+    ];
+    for (const [name, bytes, message] of cases) {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, bytes);
+      for (const skipCorrupted of [false, true]) {
+        const error = await collect(hb.data.Dataset.fromCriteoTsv(file, { skipCorrupted })).then(() => undefined, (e: Error) => e);
+        expect(error?.message).toMatch(message);
+        expect(error?.message).not.toMatch(/[\u0000-\u0008]/);
+      }
+    }
+  });
+
   test('an integer field that does not parse names the field', async () => {
     const line = criteoLine(1).split('\t');
     line[3] = '12a';

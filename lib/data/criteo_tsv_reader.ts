@@ -181,6 +181,18 @@ function lineNumber(fd: number, position: number): number {
   return lines;
 }
 
+/** What a file that starts with `head` is, when it is not text. */
+function binaryKind(head: Uint8Array): string | undefined {
+  const starts = (...bytes: number[]) => head.length >= bytes.length && bytes.every((b, i) => head[i] === b);
+  if (starts(0x1f, 0x8b)) return 'gzip-compressed';
+  if (starts(0x28, 0xb5, 0x2f, 0xfd)) return 'zstd-compressed';
+  if (starts(0x42, 0x5a, 0x68)) return 'bzip2-compressed';
+  if (starts(0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00)) return 'xz-compressed';
+  if (starts(0x50, 0x41, 0x52, 0x31)) return 'Parquet';
+  if (head.includes(0)) return 'binary: it has NUL bytes';
+  return undefined;
+}
+
 export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTask, context: ReadContext): AsyncGenerator<WireChunk> {
   let fd: number;
   try {
@@ -239,6 +251,13 @@ export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTas
           lo = hi;
         }
       }
+    }
+    if (unit.start === 0) {
+      // A compressed or binary file would otherwise fail as a first line of garbage (or,
+      // with skipCorrupted, be skipped a "line" at a time): say what it is, skipping or not.
+      if (hi === lo && !eof) fill();
+      const kind = binaryKind(window.subarray(lo, Math.min(hi, lo + 4096)));
+      if (kind !== undefined) throw new Error(`Dataset.fromCriteoTsv: ${unit.file} is not a text file (${kind}); Criteo TSV is tab-separated text${kind === 'Parquet' ? ': read it with Dataset.fromParquet' : kind === 'binary: it has NUL bytes' ? '' : ': decompress it first'}`);
     }
     while (lineStart && position < unit.end) {
       let at = window.indexOf(NEWLINE, lo);

@@ -101,6 +101,14 @@ async function open(file: string, task: ParquetTask): Promise<OpenFile> {
   const cached = files.get(file);
   if (cached !== undefined) return cached;
   let blob: Blob;
+  // openAsBlob's own error for a missing file is "Unable to open file as blob": ask the
+  // file system first, which names the problem.
+  const stat = await fs.promises.stat(file).catch((error: NodeJS.ErrnoException) => error);
+  if (stat instanceof Error) {
+    const why = stat.code === 'ENOENT' ? 'no such file' : stat.code === 'EACCES' ? 'permission denied' : message(stat);
+    throw new Error(`Dataset.fromParquet: cannot open ${file}: ${why}`);
+  }
+  if (stat.isDirectory()) throw new Error(`Dataset.fromParquet: cannot open ${file}: it is a directory (give a file or a glob of files)`);
   try {
     // Node 18 has no openAsBlob: the whole file in memory then.
     blob = typeof fs.openAsBlob === 'function' ? await fs.openAsBlob(file) : new Blob([await fs.promises.readFile(file)]);
