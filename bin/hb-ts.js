@@ -2,6 +2,12 @@
 'use strict';
 // Loading the CLI loads the addon: a failure there (not built, a bad HB_ADDON) is
 // printed as its message, with the fix, not as a stack trace.
+// --version answers without the addon: it is what a user asks first when something is off.
+const first = process.argv[2];
+if (first === '--version' || first === '-V') {
+  console.log(require('../package.json').version);
+  process.exit(0);
+}
 let cli;
 try {
   cli = require('../dist/cli/main');

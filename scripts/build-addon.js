@@ -27,17 +27,28 @@ function log(message) {
   console.log(`hb-ts: ${message}`);
 }
 
+// A prebuild serves only when it loads here and matches what HB_CUDA asks for: the
+// prebuilds are CUDA-compiled unless made with HB_CUDA=OFF, and `HB_CUDA=OFF npm install`
+// must give a CPU-only addon, `HB_CUDA=ON` a CUDA one.
 function loadablePrebuild() {
   const dir = path.join(root, 'prebuilds', `${os.platform()}-${os.arch()}`);
   if (!fs.existsSync(dir)) return null;
+  const wanted = (process.env.HB_CUDA || 'AUTO').toUpperCase();
   for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.node'))) {
     const candidate = path.join(dir, file);
+    let addon;
     try {
-      require(candidate);
-      return candidate;
+      addon = require(candidate);
     } catch (error) {
       log(`prebuild ${candidate} does not load here (${error.message}); building from source`);
+      continue;
     }
+    const cuda = Boolean(addon.backendReport?.().cuda?.compiled);
+    if ((wanted === 'OFF' && cuda) || (wanted === 'ON' && !cuda)) {
+      log(`prebuild ${path.relative(root, candidate)} is ${cuda ? 'CUDA' : 'CPU-only'}-compiled but HB_CUDA=${wanted}; building from source`);
+      continue;
+    }
+    return candidate;
   }
   return null;
 }
@@ -73,6 +84,24 @@ function nodeGypScript() {
   return candidates.find((c) => c && fs.existsSync(c));
 }
 
+// Inside a user's node_modules the object files and CMake's cache are tens of MB that
+// nothing reads again (a rebuild starts over); a development checkout keeps them for
+// incremental builds.
+function installedAsDependency() {
+  return root.split(path.sep).includes('node_modules');
+}
+
+function keepOnlyAddon(buildDir) {
+  for (const entry of fs.readdirSync(buildDir)) {
+    if (entry !== 'Release') fs.rmSync(path.join(buildDir, entry), { recursive: true, force: true });
+  }
+  const release = path.join(buildDir, 'Release');
+  for (const entry of fs.readdirSync(release)) {
+    if (entry !== 'hb.node') fs.rmSync(path.join(release, entry), { recursive: true, force: true });
+  }
+  log(`removed the build's intermediate files (kept ${path.relative(root, path.join(release, 'hb.node'))})`);
+}
+
 function main() {
   if (!force) {
     const prebuild = loadablePrebuild();
@@ -82,6 +111,11 @@ function main() {
     }
   }
   const tool = option('--tool') || process.env.HB_BUILD_TOOL || (hasCmake() ? 'cmake-js' : 'node-gyp');
+  if (!force) {
+    // npm install shows nothing else for minutes while the addon compiles.
+    log('compiling the native addon from source (a few minutes; CUDA kernels add more when nvcc is found).');
+    log('a package carrying prebuilds/ (npm run prebuild) installs without this step.');
+  }
   const jobs = String(Math.max(1, os.cpus().length));
   if (tool === 'cmake-js') {
     const out = option('--out') || 'build';
@@ -96,6 +130,7 @@ function main() {
     run(process.execPath, [cmakeJs, 'configure', '--out', out, ...extra]);
     run(process.execPath, [cmakeJs, 'build', '--out', out, '--parallel', jobs, ...extra]);
     log(`built ${path.join(out, 'Release', 'hb.node')}`);
+    if (installedAsDependency()) keepOnlyAddon(path.join(root, out));
   } else if (tool === 'node-gyp') {
     if (option('--out')) throw new Error('--out is not supported with node-gyp (it always builds into build/)');
     const script = nodeGypScript();

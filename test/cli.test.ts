@@ -31,9 +31,11 @@ describe('npx hb-ts', () => {
     expect(r.stderr.trim()).toBe("hb-ts: HB_ADDON=/nonexistent/hb.node does not load (Cannot find module '/nonexistent/hb.node'); unset HB_ADDON to use the package's own build");
   });
 
-  test('--version prints the package version', () => {
-    const r = run(['--version']);
-    expect(r.status).toBe(0);
-    expect(r.stdout.trim()).toBe(require('../package.json').version);
+  test('--version prints the package version, with or without a working addon', () => {
+    for (const env of [{}, { HB_ADDON: '/nonexistent/hb.node' }]) {
+      const r = run(['--version'], env);
+      expect(r.status).toBe(0);
+      expect(r.stdout.trim()).toBe(require('../package.json').version);
+    }
   });
 });
