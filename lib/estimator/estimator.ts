@@ -23,6 +23,7 @@ import { BuiltModel, ModelBuilder, ModelFn } from './model_builder';
 import { Mode, ModeKeys } from './mode_keys';
 import { RunConfig } from './run_config';
 import { TrainHook } from './specs';
+import { TrainingProgress } from './progress';
 import { EvaluateWhen, runTrainLoop, TrainStop } from './train_loop';
 import { checkOptionKeys } from '../option_keys';
 
@@ -54,8 +55,10 @@ export class Estimator {
   readonly world: GraphWorld;
   private readonly model: ModelBuilder;
   private readonly checkpoints?: CheckpointManager;
-  /** Rank 0's log lines go to config.log; other ranks say nothing. */
+  /** Rank 0's log lines go to config.log (above the progress bar while one is drawn); other ranks say nothing. */
   private readonly log: (line: string) => void;
+  /** The progress of the train or trainAndEvaluate call running now. */
+  private progress?: TrainingProgress;
   /** Variables every rank holds whole whose values rank 0 has sent to all. */
   private readonly shared = new Set<string>();
   /** Under a job: the ranks have checked that they restored the same step. */
@@ -83,7 +86,7 @@ export class Estimator {
     this.device = this.config.device ?? currentDevice();
     const job = jobContext();
     this.world = { size: job.worldSize, rank: job.rank };
-    this.log = this.world.rank === 0 ? this.config.log : () => undefined;
+    this.log = this.world.rank === 0 ? (line) => (this.progress ? this.progress.line(line) : this.config.log(line)) : () => undefined;
     this.model = new ModelBuilder(this.modelFn, this.params, this.device, this.config.tfRandomSeed, this.world);
     if (this.modelDir) this.checkpoints = new CheckpointManager(this.modelDir, { keepMax: this.config.keepCheckpointMax, log: this.log });
   }
@@ -216,6 +219,30 @@ export class Estimator {
   }
 
   /**
+   * @internal Runs `run` with one progress (one bar on a terminal) for every training
+   * segment in it, counting to `maxSteps` ('segment': to the first segment's stop), its
+   * log lines printed above the bar. Inside another such call, that one's progress.
+   */
+  async withProgress<T>(maxSteps: number | undefined | 'segment', run: () => Promise<T>): Promise<T> {
+    if (this.progress) return run();
+    const chief = this.world.rank === 0;
+    this.progress = new TrainingProgress({
+      log: chief ? this.config.log : () => undefined,
+      every: this.config.logStepCountSteps,
+      showBar: this.config.progressBar && chief,
+      total: maxSteps === 'segment' ? undefined : maxSteps,
+      totalFromSegment: maxSteps === 'segment',
+    });
+    try {
+      return await run();
+    } finally {
+      const progress = this.progress;
+      this.progress = undefined;
+      progress.stop();
+    }
+  }
+
+  /**
    * @internal Trains from an iterator of batches. Says why it stopped; when a hook stopped
    * it, the batch already read for the next step comes back as `leftover`.
    */
@@ -246,11 +273,13 @@ export class Estimator {
     }
     const built = await this.build(ModeKeys.TRAIN, first.value);
     const stopAt = Math.min(maxSteps ?? Infinity, steps !== undefined ? this.step + steps : Infinity);
-    return runTrainLoop(
+    // Within train's or trainAndEvaluate's progress (a call of its own: one just for it).
+    return this.withProgress('segment', () => runTrainLoop(
       {
         config: this.config,
         log: this.log,
         chief: this.world.rank === 0,
+        progress: this.progress as TrainingProgress,
         savesCheckpoints: this.checkpoints !== undefined,
         globalStep: () => this.step,
         advance: () => {
@@ -265,7 +294,7 @@ export class Estimator {
       stopAt,
       options.hooks ?? [],
       options.evaluateWhen,
-    );
+    ));
   }
 
   /** Runs the EVAL graph over the input (or `steps` batches): mean loss, global step and each metric. */

@@ -37,28 +37,31 @@ export async function trainAndEvaluate(
   const started = Date.now();
   let lastEval = Date.now();
   const reachedMax = () => trainSpec.maxSteps !== undefined && estimator.globalStep >= trainSpec.maxSteps;
-  try {
-    for (;;) {
-      // The throttle, checked after each step (under a job the ranks agree on it first).
-      const evaluateWhen = every !== undefined ? undefined : () => {
-        const now = Date.now();
-        return now - lastEval >= evalSpec.throttleSecs * 1000 && now - started >= evalSpec.startDelaySecs * 1000;
-      };
-      const stop = await estimator.trainOn(batches, {
-        maxSteps: every === undefined ? trainSpec.maxSteps : undefined,
-        steps: every === undefined ? undefined : Math.min(every, (trainSpec.maxSteps ?? Infinity) - estimator.globalStep),
-        hooks: trainSpec.hooks,
-        evaluateWhen,
-      });
-      leftover = stop.leftover;
-      // The input ended, maxSteps was reached, or a user hook asked to stop: the final
-      // evaluation below closes the run.
-      if (stop.reason === 'inputEnd' || reachedMax() || stop.reason === 'hook') break;
-      await evaluate();
-      lastEval = Date.now();
+  // One progress bar for the whole run, counting to maxSteps; evaluations print above it.
+  return estimator.withProgress(trainSpec.maxSteps, async () => {
+    try {
+      for (;;) {
+        // The throttle, checked after each step (under a job the ranks agree on it first).
+        const evaluateWhen = every !== undefined ? undefined : () => {
+          const now = Date.now();
+          return now - lastEval >= evalSpec.throttleSecs * 1000 && now - started >= evalSpec.startDelaySecs * 1000;
+        };
+        const stop = await estimator.trainOn(batches, {
+          maxSteps: every === undefined ? trainSpec.maxSteps : undefined,
+          steps: every === undefined ? undefined : Math.min(every, (trainSpec.maxSteps ?? Infinity) - estimator.globalStep),
+          hooks: trainSpec.hooks,
+          evaluateWhen,
+        });
+        leftover = stop.leftover;
+        // The input ended, maxSteps was reached, or a user hook asked to stop: the final
+        // evaluation below closes the run.
+        if (stop.reason === 'inputEnd' || reachedMax() || stop.reason === 'hook') break;
+        await evaluate();
+        lastEval = Date.now();
+      }
+    } finally {
+      await input.return(undefined);
     }
-  } finally {
-    await input.return(undefined);
-  }
-  return evaluate();
+    return evaluate();
+  });
 }

@@ -25,6 +25,11 @@ export interface TrainLoopHost {
   readonly log: (line: string) => void;
   /** Whether this rank shows progress (rank 0 under a job). */
   readonly chief: boolean;
+  /**
+   * The run's progress (one bar over every training segment of a train or
+   * trainAndEvaluate call); the loop begins and pauses it, its owner stops it.
+   */
+  readonly progress: TrainingProgress;
   /** Whether checkpoints are saved at all (a modelDir). */
   readonly savesCheckpoints: boolean;
   globalStep(): number;
@@ -51,7 +56,8 @@ export async function runTrainLoop(
   const { config } = host;
   if (host.globalStep() >= stopAt) return { reason: 'stopAt', leftover: first };
   const inJob = model.step.inJob;
-  const progress = new TrainingProgress(host.log, config.logStepCountSteps, config.progressBar && host.chief, host.globalStep(), Number.isFinite(stopAt) ? stopAt : undefined);
+  const { progress } = host;
+  progress.begin(host.globalStep(), stopAt);
   let lastSave = Date.now();
   let lastSavedStep = host.globalStep();
   let stop: TrainStop = { reason: 'stopAt' };
@@ -125,7 +131,7 @@ export async function runTrainLoop(
     failed = true;
     throw error;
   } finally {
-    progress.stop();
+    progress.pause();
     for (const hook of hooks) await hook.end?.({ globalStep: host.globalStep() });
     // Under a job a save is collective: after a failure on this rank the others are not
     // saving with it (each rank saved what the last agreed save wrote).
