@@ -32,3 +32,4 @@ export * as metrics from './metrics';
 export * as estimator from './estimator';
 export * as models from './models';
 export { SymbolicTensor } from './graph/graph';
+export type { RawFeature } from './graph/symbolic_features';

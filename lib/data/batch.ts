@@ -36,10 +36,27 @@ export type Features = Readonly<Record<string, FeatureInput>>;
 /**
  * One element of a dataset or an inputFn: features by name and the label(s), all with the
  * same number of rows. `labels` is the labelField column, or one column per name when
- * labelField is a list; absent without labelField. Datasets yield Batch<Column>, which is
- * a Batch.
+ * labelField is a list; absent without labelField. Datasets yield DatasetBatch<F, L>, a
+ * Batch<Column> (so a Batch) whose feature map and labels are typed.
  */
 export interface Batch<F extends FeatureInput = FeatureInput> {
   features: Readonly<Record<string, F>>;
   labels?: F | Readonly<Record<string, F>>;
+}
+
+/** A dataset's features: its columns by name. */
+export type ColumnMap = Readonly<Record<string, Column>>;
+
+/** A dataset's labels: the labelField column, one column per name, or none. */
+export type DatasetLabels = Column | Readonly<Record<string, Column>> | undefined;
+
+/**
+ * One batch of an hb.data.Dataset<F, L>: a Batch whose features are the map F (what each
+ * named column is, where the dataset knows it: Dataset.synthetic's I1..In are Float32Arrays
+ * and its tables hb.Ragged) and whose labels are L (a Float32Array for a single
+ * labelField, a record for several, undefined without labelField).
+ */
+export interface DatasetBatch<F extends ColumnMap = ColumnMap, L extends DatasetLabels = DatasetLabels> extends Batch<Column> {
+  features: F;
+  labels: L;
 }

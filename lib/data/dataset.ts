@@ -1,14 +1,32 @@
 // hb.data.Dataset: an async iterable of columnar batches, built from a source and a chain
 // of row-level operations. Each `for await` is a new pass: it starts the reader threads
 // and ends them when the pass ends, stops early, or fails.
-import type { Batch, Column } from './batch';
+import type { Batch, Column, ColumnMap, DatasetBatch, DatasetLabels } from './batch';
+import type { Ragged } from '../tensor/ragged';
+import type { StringColumn } from '../tensor/string_column';
 import { rebatchRows, takeElements } from './batching';
 import { prefetchElements } from './prefetch';
 import { passSeed, shuffleRows } from './shuffle';
 import { DatasetStats, newStats, readSource, SourceDescription } from './source';
 import { parquetSource, ParquetOptions } from './parquet_source';
 import { criteoTsvSource, CriteoTsvOptions } from './criteo_tsv_source';
-import { syntheticSource, SyntheticOptions } from './synthetic_source';
+import { syntheticSource, SyntheticOptions, SyntheticTableOptions } from './synthetic_source';
+
+/**
+ * The features of Dataset.synthetic: I1..I{numDense} (Float32Array) and one hb.Ragged of
+ * int64 ids per table, by the names the tables were given (C1, C2, ... for unnamed ones).
+ * Table names that are not literals (a string variable) leave the non-I columns typed as
+ * either kind.
+ */
+export type SyntheticFeatures<TableName extends string = string> = string extends TableName
+  ? { readonly [dense: `I${number}`]: Float32Array; readonly [name: string]: Float32Array | Ragged }
+  : { readonly [dense: `I${number}`]: Float32Array } & { readonly [name in TableName | `C${number}`]: Ragged };
+
+/** The features of Dataset.fromCriteoTsv: I1..I13 (Float32Array, or Int32Array with integerDtype 'int32') and C1..C26 (StringColumn). */
+export type CriteoFeatures<Integer extends Float32Array | Int32Array = Float32Array> = {
+  readonly [integer: `I${number}`]: Integer;
+  readonly [categorical: `C${number}`]: StringColumn;
+};
 
 function positiveInteger(value: unknown, argument: string): number {
   if (typeof value !== 'number') throw new TypeError(`${argument} must be a positive integer, got ${String(value)}`);
@@ -16,7 +34,12 @@ function positiveInteger(value: unknown, argument: string): number {
   return value;
 }
 
-export class Dataset implements AsyncIterable<Batch<Column>> {
+/**
+ * Batches of columns: features F by name and labels L (see DatasetBatch). F and L are
+ * what the source makes, known for Dataset.synthetic and fromCriteoTsv (and L for
+ * fromParquet from its labelField); batch, shuffle, take... keep them.
+ */
+export class Dataset<F extends ColumnMap = ColumnMap, L extends DatasetLabels = DatasetLabels> implements AsyncIterable<DatasetBatch<F, L>> {
   /** @internal */
   constructor(
     private readonly pass: () => AsyncIterator<Batch<Column>>,
@@ -24,8 +47,9 @@ export class Dataset implements AsyncIterable<Batch<Column>> {
     readonly stats: DatasetStats,
   ) {}
 
-  [Symbol.asyncIterator](): AsyncIterator<Batch<Column>> {
-    return this.pass();
+  [Symbol.asyncIterator](): AsyncIterator<DatasetBatch<F, L>> {
+    // The source's columns, by the names and kinds F and L state; the row operations keep both.
+    return this.pass() as AsyncIterator<DatasetBatch<F, L>>;
   }
 
   /** Rows left out by the latest pass under skipCorrupted (stats.skipped). */
@@ -33,8 +57,8 @@ export class Dataset implements AsyncIterable<Batch<Column>> {
     return this.stats.skipped;
   }
 
-  private derive(pass: (upstream: Dataset) => AsyncIterator<Batch<Column>>): Dataset {
-    return new Dataset(() => pass(this), this.stats);
+  private derive(pass: (upstream: Dataset<F, L>) => AsyncIterator<Batch<Column>>): Dataset<F, L> {
+    return new Dataset<F, L>(() => pass(this), this.stats);
   }
 
   /**
@@ -42,7 +66,7 @@ export class Dataset implements AsyncIterable<Batch<Column>> {
    * blocks of rows rather than single rows, so this cuts rows exactly as tf.data's
    * batch over single examples would.
    */
-  batch(batchSize: number, { dropRemainder = false }: { dropRemainder?: boolean } = {}): Dataset {
+  batch(batchSize: number, { dropRemainder = false }: { dropRemainder?: boolean } = {}): Dataset<F, L> {
     const n = positiveInteger(batchSize, 'Dataset.batch: batchSize');
     return this.derive((up) => rebatchRows(up, n, dropRemainder));
   }
@@ -54,7 +78,7 @@ export class Dataset implements AsyncIterable<Batch<Column>> {
    * here every element is a block of rows and batch re-cuts rows across blocks, so rebatch
    * is batch under HybridBackend's name. (Its min_batch_size is not offered.)
    */
-  rebatch(batchSize: number, options: { dropRemainder?: boolean } = {}): Dataset {
+  rebatch(batchSize: number, options: { dropRemainder?: boolean } = {}): Dataset<F, L> {
     return this.batch(positiveInteger(batchSize, 'Dataset.rebatch: batchSize'), options);
   }
 
@@ -64,7 +88,7 @@ export class Dataset implements AsyncIterable<Batch<Column>> {
    * seed every run gives the same order; reshuffleEachIteration (default true) makes each
    * pass differ, deterministically. Without a seed the order differs from run to run.
    */
-  shuffle(bufferSize: number, { seed, reshuffleEachIteration = true }: { seed?: number; reshuffleEachIteration?: boolean } = {}): Dataset {
+  shuffle(bufferSize: number, { seed, reshuffleEachIteration = true }: { seed?: number; reshuffleEachIteration?: boolean } = {}): Dataset<F, L> {
     const size = positiveInteger(bufferSize, 'Dataset.shuffle: bufferSize');
     if (seed !== undefined && (typeof seed !== 'number' || !Number.isInteger(seed))) {
       const message = `Dataset.shuffle: seed must be an integer, got ${String(seed)}`;
@@ -76,13 +100,13 @@ export class Dataset implements AsyncIterable<Batch<Column>> {
   }
 
   /** Keeps up to `bufferSize` elements ready ahead of the consumer. */
-  prefetch(bufferSize = 1): Dataset {
+  prefetch(bufferSize = 1): Dataset<F, L> {
     const n = positiveInteger(bufferSize, 'Dataset.prefetch: bufferSize');
     return this.derive((up) => prefetchElements(up, n));
   }
 
   /** The first `count` elements (batches, after batch()); the reader threads stop after them. */
-  take(count: number): Dataset {
+  take(count: number): Dataset<F, L> {
     if (typeof count !== 'number' || !(Number.isInteger(count) || count === Infinity) || count < 0) {
       const message = `Dataset.take: count must be a non-negative integer, got ${String(count)}`;
       throw typeof count === 'number' ? new RangeError(message) : new TypeError(message);
@@ -97,24 +121,33 @@ export class Dataset implements AsyncIterable<Batch<Column>> {
    * Float64Array), strings and binary -> StringColumn, lists of integers -> hb.Ragged,
    * lists of floats or strings -> hb.data.ListColumn. Each row group is a unit of work.
    */
+  static fromParquet(files: string | string[], options: ParquetOptions & { labelField: string }): Dataset<ColumnMap, Column>;
+  static fromParquet(files: string | string[], options: ParquetOptions & { labelField: string[] }): Dataset<ColumnMap, Readonly<Record<string, Column>>>;
+  static fromParquet(files: string | string[], options?: ParquetOptions & { labelField?: undefined }): Dataset<ColumnMap, undefined>;
+  static fromParquet(files: string | string[], options?: ParquetOptions): Dataset;
   static fromParquet(files: string | string[], options: ParquetOptions = {}): Dataset {
     return sourceDataset(parquetSource(files, options));
   }
 
   /** The raw Criteo layout: label, I1..I13, C1..C26, tab-separated. */
+  static fromCriteoTsv(files: string | string[], options: CriteoTsvOptions & { integerDtype: 'int32' }): Dataset<CriteoFeatures<Int32Array>, Float32Array>;
+  static fromCriteoTsv(files: string | string[], options?: CriteoTsvOptions & { integerDtype?: 'float32' }): Dataset<CriteoFeatures, Float32Array>;
+  static fromCriteoTsv(files: string | string[], options?: CriteoTsvOptions): Dataset<CriteoFeatures<Float32Array | Int32Array>, Float32Array>;
   static fromCriteoTsv(files: string | string[], options: CriteoTsvOptions = {}): Dataset {
     return sourceDataset(criteoTsvSource(files, options));
   }
 
   /** Criteo-like rows with power-law ids and labels from a planted model, deterministic for a seed. */
-  static synthetic(options: SyntheticOptions): Dataset {
-    return sourceDataset(syntheticSource(options));
+  static synthetic<TableName extends string = never>(
+    options: Omit<SyntheticOptions, 'tables'> & { tables: ReadonlyArray<SyntheticTableOptions & { name?: TableName }> },
+  ): Dataset<SyntheticFeatures<TableName>, Float32Array> {
+    return sourceDataset(syntheticSource(options as SyntheticOptions));
   }
 }
 
 // A source's Dataset: every pass reads the source afresh into the same stats, which the
 // Datasets derived from it share.
-function sourceDataset(source: SourceDescription): Dataset {
+function sourceDataset<F extends ColumnMap, L extends DatasetLabels>(source: SourceDescription): Dataset<F, L> {
   const stats = newStats();
-  return new Dataset(() => readSource(source, stats), stats);
+  return new Dataset<F, L>(() => readSource(source, stats), stats);
 }

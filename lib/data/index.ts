@@ -2,7 +2,8 @@
 // decoded on worker threads.
 export { Dataset } from './dataset';
 export { ListColumn } from './list_column';
-export type { Batch, Column, FeatureInput, Features, NumericColumn } from './batch';
+export type { Batch, Column, ColumnMap, DatasetBatch, DatasetLabels, FeatureInput, Features, NumericColumn } from './batch';
+export type { CriteoFeatures, SyntheticFeatures } from './dataset';
 export type { DatasetStats, SourceOptions } from './source';
 export type { ParquetOptions } from './parquet_source';
 export type { CriteoTsvOptions } from './criteo_tsv_source';

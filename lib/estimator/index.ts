@@ -1,6 +1,7 @@
 // hb.estimator: TensorFlow's Estimator API over compiled native steps.
 export { Estimator } from './estimator';
 export type { EstimatorInit, ModelFn, EvaluateResult } from './estimator';
+export type { ModelFeatures, ModelLabels } from './model_builder';
 export { EstimatorSpec } from './estimator_spec';
 export type { EstimatorSpecInit } from './estimator_spec';
 export { ModeKeys } from './mode_keys';

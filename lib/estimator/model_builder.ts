@@ -9,16 +9,34 @@ import { Graph, GraphWorld, Node, SymbolicTensor, VariableStore, withGraph } fro
 import { assertFinite } from '../graph/ops/assert_finite';
 import { stepSync } from '../graph/ops/exchange';
 import { withGraphSeed } from '../initializers/random_seed';
-import { symbolicFeatures, symbolicLabels } from '../graph/symbolic_features';
+import { RawFeature, symbolicFeatures, symbolicLabels } from '../graph/symbolic_features';
 import { Optimizer } from '../train/optimizer';
 import { EstimatorSpec } from './estimator_spec';
 import { Mode, ModeKeys } from './mode_keys';
 
-export type ModelFn = (
-  features: Record<string, unknown>,
-  labels: unknown,
+/**
+ * What a modelFn's features hold, by name: a float32 SymbolicTensor ([batch] or [batch, n])
+ * for each numeric feature, and a RawFeature for the others (strings, ragged ids), which
+ * only feature columns read (DenseFeatures(columns)(features)).
+ */
+export type ModelFeatures = Readonly<Record<string, SymbolicTensor | RawFeature>>;
+
+/** What a modelFn's labels can be: one tensor, or one per name when labelField is a list. */
+export type ModelLabels = SymbolicTensor | Readonly<Record<string, SymbolicTensor>>;
+
+/**
+ * tf.estimator's model_fn: (features, labels, mode, params) => EstimatorSpec, called once per
+ * mode with symbolic features and labels. `labels` is the labels' SymbolicTensor (what
+ * hb.losses and hb.metrics take); as in TensorFlow it is undefined in PREDICT mode, where a
+ * modelFn returns before reading it. When labelField is a list, labels is a record of
+ * tensors: type L as ModelLabels there and narrow. F may name the features (SymbolicTensor
+ * for numeric ones, RawFeature for the others).
+ */
+export type ModelFn<F = ModelFeatures, L = SymbolicTensor, P = Record<string, unknown>> = (
+  features: F,
+  labels: L,
   mode: Mode,
-  params: Record<string, unknown>,
+  params: P,
 ) => EstimatorSpec | Promise<EstimatorSpec>;
 
 export interface BuiltModel {
@@ -65,7 +83,8 @@ export class ModelBuilder {
     const sync = this.world.size > 1 ? stepSync(graph, this.world.size) : undefined;
     const features = symbolicFeatures(graph, example);
     const labels = mode === ModeKeys.PREDICT ? undefined : symbolicLabels(graph, example);
-    const spec = await withGraph(graph, () => this.modelFn(features, labels, mode, this.params));
+    // labels: undefined in PREDICT, and a record when labelField is a list (ModelFn's L says which).
+    const spec = await withGraph(graph, () => this.modelFn(features, labels as SymbolicTensor, mode, this.params));
     if (spec === null || typeof spec !== 'object' || !('trainOps' in spec)) {
       throw new TypeError(`Estimator: modelFn must return hb.estimator.EstimatorSpec({ ... }) (mode ${mode})`);
     }
