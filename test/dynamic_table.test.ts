@@ -144,10 +144,11 @@ describe('dynamic tables', () => {
   test('admission and eviction by age count exactly on a scripted stream', async () => {
     const col = column({ embAdmitMinCount: 2, embEvictAfterSteps: 2 });
     // step 0: 7 twice -> admitted; 1, 2 wait. step 1: 1 admitted; 3 waits. step 2: 4 waits.
-    // step 3: 7 (last seen 0) evicted; 4 admitted. step 4: 1 (last seen 1) evicted; 5 waits.
+    // step 3: 7 (last seen 0) evicted; 4 admitted. step 4: 1 (last seen 1) evicted; 5 waits;
+    // 2 and 3, waiting since steps 0 and 1, are forgotten (the pending sweep, every 2 steps).
     await train(col, [[1, 2, 7, 7], [1, 3], [4], [4], [5]]);
     const s = col.embeddingTable.stats() as hb.DynamicTableStats;
-    expect({ rows: s.rows, admitted: s.admitted, evicted: s.evicted, pending: s.pending }).toEqual({ rows: 1, admitted: 3, evicted: 2, pending: 3 });
+    expect({ rows: s.rows, admitted: s.admitted, evicted: s.evicted, pending: s.pending }).toEqual({ rows: 1, admitted: 3, evicted: 2, pending: 1 });
     expect(Array.from(await rowsOf(col.embeddingTable, [7, 1, 2]))).toEqual(new Array(12).fill(0));
     expect((await rowsOf(col.embeddingTable, [4])).some((x) => x !== 0)).toBe(true);
   });
@@ -192,12 +193,72 @@ describe('dynamic tables', () => {
     expect(() => column({ embAdmitMinCount: 0 })).toThrow(/embAdmitMinCount/);
     expect(() => column({ embMaxRows: -1 })).toThrow(/embMaxRows/);
     expect(() => column({ embDevice: 'cuda:0' }).embeddingTable).toThrow(/host memory/);
+    expect(() => column({ initializer: hb.initializers.constant([[1, 2, 3, 4]]) }).variable).toThrow(/is dynamic: its rows are made on first use.*pretrained/);
     expect(() => fc.categoricalColumnWithIdentity('id', undefined, 3)).toThrow(/defaultValue needs numBuckets/);
     expect(() => fc.categoricalColumnWithIdentity('id').transform({ id: Int32Array.of(1) })).toThrow(/no numBuckets/);
   });
 
   test("non-lazy Adam, which decays every row, is refused for a dynamic table", async () => {
     await expect(train(column(), [[1]], () => new hb.train.AdamOptimizer())).rejects.toThrow(/'id_embedding\/embedding_weights' is dynamic.*lazy: true/);
+  });
+});
+
+// The native table under what a sharded step sends it (an id repeated, once per rank that
+// looked it up) and under failures that must leave it as it was.
+describe('the native dynamic table', () => {
+  const { native } = require('../lib/native') as typeof import('../lib/native');
+  const seeded = { kind: 'truncatedNormal' as const, stddev: 1, seed: 3 };
+  const make = (o: Record<string, unknown> = {}) => native.dynamicTableCreate({ name: 'native_t', dim: 2, init: seeded, admitMinCount: 1, evictAfterSteps: 0, maxRows: 0, ...o });
+  const i64 = (ids: number[]) => native.tensorFromTypedArray(BigInt64Array.from(ids, BigInt), [ids.length], 'cpu');
+  const rowsFor = async (t: { handle: unknown }, ids: number[], train: boolean, step: number) => {
+    const out = await native.kernelRun('dynamic_rows', [t.handle as never, i64(ids)], [{ dtype: 'int64' }], { train, step }, 'native_t');
+    return Array.from((await native.tensorData(out[0]!)) as BigInt64Array, Number);
+  };
+  const snapshot = async (id: number) => {
+    const s = await native.dynamicTableSnapshot(id, false);
+    return { raw: s, ids: Array.from((await native.tensorData(s.ids)) as BigInt64Array, Number), values: Array.from((await native.tensorData(s.values)) as Float32Array) };
+  };
+
+  test('an id repeated in one lookup gets one row; counts stay exact', async () => {
+    const t = make({ maxRows: 3 });
+    expect(await rowsFor(t, [5, 5, 6, 5], true, 0)).toEqual([0, 0, 1, 0]);
+    expect(native.dynamicTableStats(t.id)).toMatchObject({ rows: 2, pending: 0, admitted: 2 });
+    // The cap counts distinct ids: three repeats of two ids fit a cap of 2.
+    const capped = make({ maxRows: 2 });
+    expect(await rowsFor(capped, [1, 2, 1, 2, 1, 2], true, 0)).toEqual([0, 1, 0, 1, 0, 1]);
+  });
+
+  test('a lookup without room fails before any row changes hands', async () => {
+    const t = make({ capacityRows: 2 });
+    await rowsFor(t, [1, 2], true, 0);
+    const before = await snapshot(t.id);
+    await expect(rowsFor(t, [3, 4], true, 1)).rejects.toThrow(/is full \(2 rows\)/);
+    const after = await snapshot(t.id);
+    expect(after.ids).toEqual([1, 2]);
+    expect(after.values).toEqual(before.values);
+    expect(native.dynamicTableStats(t.id)).toMatchObject({ rows: 2, pending: 2, admitted: 2 });
+  });
+
+  test('a restore that does not fit the cap changes nothing; one that does leaves a working list by last use', async () => {
+    const t = make({ maxRows: 2 });
+    await rowsFor(t, [1, 2], true, 0);
+    const before = await snapshot(t.id);
+    const other = make();
+    await rowsFor(other, [10, 11, 12], true, 0);
+    await expect(native.dynamicTableRestore(t.id, (await snapshot(other.id)).raw, true, 1, 0)).rejects.toThrow(/holds 3 rows for this rank, more than embMaxRows \(2\)/);
+    expect(await snapshot(t.id)).toMatchObject({ ids: before.ids, values: before.values });
+    // Rows 1 and 2 are still evicted oldest first as new ids come.
+    await rowsFor(t, [1], true, 1);
+    await rowsFor(t, [13], true, 2);
+    expect((await snapshot(t.id)).ids).toEqual([1, 13]);
+  });
+
+  test('restored metadata out of range is refused as corrupt', async () => {
+    const t = make();
+    await rowsFor(t, [1], true, 0);
+    const saved = (await snapshot(t.id)).raw;
+    const meta = native.tensorFromTypedArray(BigInt64Array.of(-(2n ** 63n), 1n, 0n), [1, 3], 'cpu');
+    await expect(native.dynamicTableRestore(t.id, { ...saved, meta }, true, 1, 0)).rejects.toThrow(/steps out of range/);
   });
 });
 

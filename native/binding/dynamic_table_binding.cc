@@ -147,7 +147,9 @@ Napi::Value dynamicTableRestore(const Napi::CallbackInfo& info) {
       saved.slots.push_back(v.IsUndefined() || v.IsNull() ? Tensor{} : TensorHandle::unwrap(v, "slots[k]"));
     }
   }
-  for (const Tensor* t : {&saved.ids, &saved.values, &saved.meta, &saved.pendingIds, &saved.pendingMeta, &saved.removedIds}) {
+  std::vector<const Tensor*> given{&saved.ids, &saved.values, &saved.meta, &saved.pendingIds, &saved.pendingMeta, &saved.removedIds};
+  for (const Tensor& slot : saved.slots) given.push_back(&slot);
+  for (const Tensor* t : given) {
     HB_CHECK_CODE(!t->buffer || !t->device().isCuda(), Device, "dynamicTableRestore: tensors must be in host memory");
   }
   const bool replace = info[2].ToBoolean();

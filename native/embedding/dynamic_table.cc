@@ -20,6 +20,9 @@ constexpr size_t kFirstStripeSlots = 256;
 // Bytes each row keeps beside its values and slots: id, last seen, last updated, and
 // its two neighbours in the list by last use.
 constexpr int64_t kRowMetaBytes = 5 * 8;
+// An entry whose row a lookup is making: later copies of its id in the same call (a
+// sharded lookup's ids come from every rank, repeats included) wait for that row.
+constexpr int64_t kClaimed = -4;
 
 uint64_t hashOf(int64_t id) { return mixBits64(uint64_t(id)); }
 
@@ -172,8 +175,33 @@ void DynamicTable::evictRow(int64_t row) {
   erase(s, id);
   if (tracksUse()) lruUnlink(row);
   freeRows_.push_back(row);
-  removedSinceSave_.push_back(id);
+  if (tracksRemovals_) removedSinceSave_.push_back(id);
   --live_;
+}
+
+int64_t DynamicTable::rowsSeenAt(int64_t step) const {
+  // Rows seen in a step were each moved to the head of the list when seen: a prefix.
+  int64_t n = 0;
+  for (int64_t r = lruHead_; r >= 0 && rowSeen_[r] == step; r = lruNext_[r]) ++n;
+  return n;
+}
+
+void DynamicTable::dropStalePending(int64_t step) {
+  // Ids counted but never admitted would otherwise stay in the index for good (a long
+  // tail of one-off ids): those unseen for more than evictAfterSteps steps go, swept
+  // once per evictAfterSteps steps so the sweep's cost is spread over them.
+  if (step - pendingSweptAt_ < config_.evictAfterSteps) return;
+  pendingSweptAt_ = step;
+  std::vector<int64_t> stale;
+  for (const auto& s : stripes_) {
+    stale.clear();
+    for (size_t i = 0; i < s->entries.size(); ++i) {
+      const Entry& e = s->entries[i];
+      if (s->used[i] && e.row < 0 && step - e.lastSeen > config_.evictAfterSteps) stale.push_back(e.id);
+    }
+    for (int64_t id : stale) erase(*s, id);
+    pending_ -= int64_t(stale.size());
+  }
 }
 
 int64_t DynamicTable::takeRow(int64_t step, const std::string& who) {
@@ -223,9 +251,6 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
     misses_ += n - hits.load();
     return;
   }
-  HB_CHECK_CODE(config_.maxRows == 0 || n <= config_.maxRows, OutOfRange, who, ": ", n,
-                " distinct ids in one batch do not fit embMaxRows (", config_.maxRows, ") of table '", config_.name,
-                "'; raise embMaxRows");
   // Age first: what went unseen for more than evictAfterSteps steps is gone before this
   // step looks anything up.
   if (config_.evictAfterSteps > 0) {
@@ -233,39 +258,39 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
       evictRow(lruTail_);
       ++evicted_;
     }
+    dropStalePending(step);
   }
-  // Find, count, and mark what needs a row (-2: new id, -3: an id waiting to be admitted).
-  std::atomic<int64_t> hits{0}, waiting{0};
+  // Find, count, and mark what needs a row (-2: an admitted id without one yet).
+  std::atomic<int64_t> hits{0}, inserted{0};
   parallelFor(n, 2048, [&](int64_t i0, int64_t i1) {
-    int64_t found = 0, newlyWaiting = 0;
+    int64_t found = 0, fresh = 0;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t id = ids[i];
       const int64_t seen = occurrences ? occurrences[i] : 1;
       Stripe& s = stripeOf(id);
       std::lock_guard<std::mutex> stripeLock(s.mu);
       Entry* e = find(s, id);
-      const bool fresh = e == nullptr;
-      if (fresh) e = insert(s, id);
+      if (e == nullptr) {
+        e = insert(s, id);
+        ++fresh;
+      }
       e->count += seen;
       if (e->row >= 0) {
         rows[i] = e->row;
         rowSeen_[e->row] = step;
         rowUpdated_[e->row] = step;
         ++found;
-      } else if (e->count >= config_.admitMinCount) {
-        rows[i] = fresh ? -2 : -3;
       } else {
-        rows[i] = -1;
         e->lastSeen = step;
-        newlyWaiting += fresh;
+        rows[i] = e->count >= config_.admitMinCount ? -2 : -1;
       }
     }
     hits += found;
-    waiting += newlyWaiting;
+    inserted += fresh;
   });
   hits_ += hits.load();
   misses_ += n - hits.load();
-  pending_ += waiting.load();
+  pending_ += inserted.load();
   if (tracksUse()) {
     for (int64_t i = 0; i < n; ++i) {
       if (rows[i] >= 0) {
@@ -274,29 +299,57 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
       }
     }
   }
-  // Rows for the admitted ids, one at a time (a cap evicts as it goes), then their
-  // initial values on every thread.
+  // The entries that get a row: one per id, however often it repeats in `ids`.
   std::vector<int64_t> made;
   for (int64_t i = 0; i < n; ++i) {
-    if (rows[i] > -2) continue;
-    if (rows[i] == -3) --pending_;
+    if (rows[i] != -2) continue;
+    Entry* e = find(stripeOf(ids[i]), ids[i]);
+    if (e->row != -1) continue;
+    e->row = kClaimed;
+    made.push_back(i);
+  }
+  // Room for them, checked before any row changes hands: a lookup that fails leaves
+  // every row as it was (its ids stay pending).
+  const int64_t needed = int64_t(made.size());
+  // With a cap (which is also the capacity) every row not seen this step can be evicted;
+  // without one, only free and untouched rows are there.
+  const int64_t stepRows = config_.maxRows > 0 ? rowsSeenAt(step) + needed : 0;
+  const bool overCap = config_.maxRows > 0 && stepRows > config_.maxRows;
+  const bool full = config_.maxRows == 0 && needed > int64_t(freeRows_.size()) + config_.capacityRows - nextRow_;
+  if (overCap || full) {
+    for (int64_t i : made) find(stripeOf(ids[i]), ids[i])->row = -1;
+    if (overCap) {
+      failWith(ErrorCode::OutOfRange, who, ": embMaxRows (", config_.maxRows, ") is smaller than the distinct ids this step looks up in table '",
+               config_.name, "' (", stepRows, "); raise embMaxRows");
+    }
+    failWith(ErrorCode::OutOfMemory, who, ": table '", config_.name, "' is full (", config_.capacityRows,
+             " rows); set embMaxRows (the cap, and the room reserved) or embEvictAfterSteps");
+  }
+  // Rows for the admitted ids, one at a time (a cap evicts as it goes), then their
+  // initial values on every thread.
+  for (int64_t i : made) {
     const int64_t row = takeRow(step, who);
-    Stripe& s = stripeOf(ids[i]);
-    find(s, ids[i])->row = row;
+    find(stripeOf(ids[i]), ids[i])->row = row;
+    --pending_;
     rowId_[row] = ids[i];
     rowSeen_[row] = rowUpdated_[row] = step;
     if (tracksUse()) lruPushFront(row);
     ++live_;
     ++admitted_;
     rows[i] = row;
-    made.push_back(i);
   }
-  parallelFor(int64_t(made.size()), 256, [&](int64_t k0, int64_t k1) {
+  parallelFor(needed, 256, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) initRow(rows[made[size_t(k)]], ids[made[size_t(k)]]);
   });
+  // Repeats of a made id read its new row.
+  for (int64_t i = 0; i < n; ++i) {
+    if (rows[i] == -2) rows[i] = find(stripeOf(ids[i]), ids[i])->row;
+  }
 }
 
 DynamicTableStats DynamicTable::stats() const {
+  // Under the table's lock: a step changes the free list and the index as it runs.
+  std::lock_guard<std::mutex> lock(mu_);
   DynamicTableStats st;
   st.rows = live_.load();
   st.pending = pending_.load();
@@ -307,7 +360,6 @@ DynamicTableStats DynamicTable::stats() const {
   st.misses = misses_.load();
   st.rowBytes = config_.dim * 4;
   for (const Slot& s : slots_) st.slotRowBytes += s.width * 4;
-  // Read without the table's lock: a figure for reports, not for arithmetic.
   const int64_t touched = st.rows + int64_t(freeRows_.size());
   st.freeRows = int64_t(freeRows_.size());
   st.residentBytes = touched * (st.rowBytes + st.slotRowBytes + kRowMetaBytes);
@@ -386,6 +438,7 @@ void DynamicTable::markSaved(int64_t step) {
   std::lock_guard<std::mutex> lock(mu_);
   savedStep_ = step;
   removedSinceSave_.clear();
+  tracksRemovals_ = true;
 }
 
 void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int64_t worldSize, int64_t rank,
@@ -411,10 +464,35 @@ void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int6
   HB_CHECK(worldSize >= 1 && rank >= 0 && rank < worldSize, who, ": bad shard ", rank, " of ", worldSize);
   const int64_t* ids = saved.ids.data<int64_t>();
   const int64_t* meta = saved.meta.data<int64_t>();
+  // Steps are >= -1 (-1: never) and below 2^62, so ages never overflow.
+  auto stepOk = [](int64_t v) { return v >= -1 && v < (int64_t(1) << 62); };
   for (int64_t i = 0; i < n; ++i) {
     HB_CHECK_CODE(meta[3 * i + 1] >= 0, Corrupt, who, ": row ", i, " (id ", ids[i], ") has a negative count");
+    HB_CHECK_CODE(stepOk(meta[3 * i]) && stepOk(meta[3 * i + 2]), Corrupt, who, ": row ", i, " (id ", ids[i],
+                  ") has last-seen / last-updated steps out of range (", meta[3 * i], ", ", meta[3 * i + 2], ")");
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t* pm = saved.pendingMeta.data<int64_t>() + 2 * i;
+    HB_CHECK_CODE(stepOk(pm[0]) && pm[1] >= 0, Corrupt, who, ": pending id ", saved.pendingIds.data<int64_t>()[i],
+                  " has a last-seen step or count out of range (", pm[0], ", ", pm[1], ")");
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // Whether the rows fit, before anything changes: the rows this rank keeps, and (merging)
+  // the live rows they join. Repeated ids count twice here, which only errs on the safe side.
+  int64_t rowsAfter = replace ? 0 : live_.load();
+  for (int64_t i = 0; i < n; ++i) {
+    if (floorMod(ids[i], worldSize) != rank) continue;
+    if (replace) {
+      ++rowsAfter;
+      continue;
+    }
+    const Entry* e = find(stripeOf(ids[i]), ids[i]);
+    rowsAfter += e == nullptr || e->row < 0;
+  }
+  HB_CHECK_CODE(config_.maxRows == 0 || rowsAfter <= config_.maxRows, OutOfRange, who, ": the checkpoint holds ", rowsAfter,
+                " rows for this rank, more than embMaxRows (", config_.maxRows, "); raise embMaxRows");
+  HB_CHECK_CODE(rowsAfter <= config_.capacityRows, OutOfMemory, who, ": the checkpoint's ", rowsAfter,
+                " rows for this rank do not fit the table's capacity (", config_.capacityRows, " rows)");
   if (replace) {
     for (auto& s : stripes_) {
       s->entries.assign(kFirstStripeSlots, Entry{});
@@ -451,9 +529,10 @@ void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int6
     if (floorMod(ids[i], worldSize) != rank) continue;
     Stripe& s = stripeOf(ids[i]);
     Entry* e = find(s, ids[i]);
+    const bool wasPending = e != nullptr && e->row < 0;
     if (!e) e = insert(s, ids[i]);
     if (e->row < 0) {
-      if (e->count > 0) --pending_;
+      if (wasPending) --pending_;
       HB_CHECK_CODE(config_.maxRows == 0 || live_.load() < config_.maxRows, OutOfRange, who, ": the checkpoint holds more rows than embMaxRows (",
                     config_.maxRows, ")");
       int64_t row;

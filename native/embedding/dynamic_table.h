@@ -92,13 +92,17 @@ class DynamicTable {
   void markSaved(int64_t step);
   // Puts rows back: with `replace`, the table is emptied first. Only ids owned by
   // `rank` of `worldSize` (id floormod W) are kept. `slots` in addSlot's order; a missing
-  // one keeps its initial value. `removedIds` are dropped after the rows are put.
+  // one keeps its initial value. `removedIds` are dropped before the rows are put (a
+  // snapshot never lists an id among both). Everything is checked (shapes, metadata, that
+  // the rows fit the cap and the capacity) before the table changes.
   void restore(const DynamicTableSnapshot& saved, bool replace, int64_t worldSize, int64_t rank, const std::string& who);
 
  private:
+  // An entry without a row (row < 0) is pending: counted, not admitted, and counted in
+  // pending_ (kept so by every place that inserts, admits or erases one).
   struct Entry {
     int64_t id;
-    int64_t row;       // -1: counted, not admitted
+    int64_t row;       // -1: counted, not admitted (kClaimed while a lookup makes its row)
     int64_t count;
     int64_t lastSeen;  // pending ids only (rows keep theirs in the pool's metadata)
   };
@@ -120,6 +124,8 @@ class DynamicTable {
   void initRow(int64_t row, int64_t id);
   void lruUnlink(int64_t row);
   void lruPushFront(int64_t row);
+  void dropStalePending(int64_t step);
+  int64_t rowsSeenAt(int64_t step) const;
   bool tracksUse() const { return config_.evictAfterSteps > 0 || config_.maxRows > 0; }
 
   DynamicTableConfig config_;
@@ -141,11 +147,15 @@ class DynamicTable {
   int64_t* lruNext_ = nullptr;
   int64_t lruHead_ = -1, lruTail_ = -1;
 
-  std::mutex mu_;  // one operation on the table at a time (the threads of a lookup share it)
+  mutable std::mutex mu_;  // one operation on the table at a time (the threads of a lookup share it)
   int64_t nextRow_ = 0;
   std::vector<int64_t> freeRows_;
+  // Ids evicted since the last save, for a snapshot of changes; kept only once a save
+  // was made (a run that never saves would only accumulate them).
   std::vector<int64_t> removedSinceSave_;
+  bool tracksRemovals_ = false;
   int64_t savedStep_ = -1;
+  int64_t pendingSweptAt_ = 0;
   std::atomic<int64_t> live_{0}, pending_{0}, admitted_{0}, evicted_{0}, hits_{0}, misses_{0};
 };
 
