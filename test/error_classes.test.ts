@@ -63,7 +63,9 @@ describe('TypeError: the argument is not the kind of thing the parameter takes',
 
   test('a string where a count goes', async () => {
     await expectClass(synthetic({ numSamples: '8' }), 'TypeError', /numSamples must be a non-negative integer/);
-    await expectClass(() => new hb.train.AdamOptimizer({ learningRate: '0.1' as never }), 'TypeError', /learningRate must be a finite number >= 0/);
+    await expectClass(() => new hb.train.AdamOptimizer({ learningRate: '0.1' as never }), 'TypeError', /learningRate must be a finite number >= 0, got "0\.1" \(a string\)/);
+    await expectClass(() => new hb.estimator.RunConfig({ saveCheckpointsSteps: '5' as never }), 'TypeError', /saveCheckpointsSteps must be an integer >= 0, got "5" \(a string\)/);
+    await expectClass(() => hb.initializers.truncatedNormal({ stddev: [1] as never }), 'TypeError', /stddev must be a finite number, got \[1\] \(an array\)/);
   });
 
   test('a concrete tensor where a symbolic one goes, outside a modelFn too', async () => {
@@ -120,8 +122,18 @@ describe('Error: the right kind of argument with a wrong value', () => {
     await expectClass(() => fc.crossedColumn(['a', hashed], 10), 'Error', /is a categoricalColumnWithHashBucket, which is not supported for crossing/);
   });
 
+  test('a loss on an input without labels says labelField was not set', async () => {
+    const modelFn = ((features: Record<string, unknown>, labels: unknown, mode: hb.estimator.Mode) => {
+      const logits = hb.layers.dense(fc.DenseFeatures([fc.numericColumn('x')])(features) as hb.SymbolicTensor, 1);
+      return hb.estimator.EstimatorSpec({ mode, loss: hb.losses.sigmoidCrossEntropy(labels as hb.SymbolicTensor, logits) });
+    }) as hb.estimator.ModelFn;
+    const estimator = new hb.estimator.Estimator({ modelFn, config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false }) });
+    const inputFn = () => [{ features: { x: Float32Array.of(1, 2) } }];
+    await expectClass(() => estimator.train(inputFn as never, { maxSteps: 1 }), 'TypeError', /labels is undefined: the input's batches have no labels.*labelField/);
+  });
+
   test('an unknown name among allowed strings', async () => {
-    await expectClass(() => hb.metrics.auc([1, 0], [0.5, 0.5], { curve: 'XY' as never }), 'Error', /curve must be 'ROC' or 'PR', got XY/);
+    await expectClass(() => hb.metrics.auc([1, 0], [0.5, 0.5], { curve: 'XY' as never }), 'Error', /curve must be 'ROC' or 'PR', got "XY"/);
   });
 
   test('an unknown combiner in the lookup, in the facade and in the addon', async () => {

@@ -13,6 +13,13 @@ describe('unknown option keys', () => {
     ['synthetic', () => hb.data.Dataset.synthetic({ tables: [], numSamples: 1, num_dense: 3 } as never), "Dataset.synthetic: unknown option 'num_dense' (did you mean 'numDense'?)"],
     ['AdamOptimizer', () => new hb.train.AdamOptimizer({ learning_rate: 0.1 } as never), "AdamOptimizer: unknown option 'learning_rate' (did you mean 'learningRate'?)"],
     ['FtrlOptimizer', () => new hb.train.FtrlOptimizer({ learningRate: 0.1, l1: 0.1 } as never), "FtrlOptimizer: unknown option 'l1'"],
+    ['numericColumn', () => hb.featureColumn.numericColumn('a', { shap: [2] } as never), "numericColumn: unknown option 'shap' (did you mean 'shape'?)"],
+    ['categoricalColumnWithVocabularyList', () => hb.featureColumn.categoricalColumnWithVocabularyList('a', ['x'], { numOovBucket: 1 } as never), "unknown option 'numOovBucket' (did you mean 'numOovBuckets'?)"],
+    ['variable', () => hb.variable([1], { nam: 'v' } as never), "variable: unknown option 'nam' (did you mean 'name'?)"],
+    ['truncatedNormal', () => hb.initializers.truncatedNormal({ stdev: 1 } as never), "initializers.truncatedNormal: unknown option 'stdev' (did you mean 'stddev'?)"],
+    ['randomUniform', () => hb.initializers.randomUniform({ max_val: 1 } as never), "initializers.randomUniform: unknown option 'max_val' (did you mean 'maxval'?)"],
+    ['metrics.auc', () => hb.metrics.auc([1, 0], [0.5, 0.5], { num_thresholds: 10 } as never), "metrics.auc: unknown option 'num_thresholds' (did you mean 'numThresholds'?)"],
+    ['embeddingColumn', () => hb.featureColumn.embeddingColumn(hb.featureColumn.categoricalColumnWithIdentity('a', 3), 2, { combinr: 'sum' } as never), "embeddingColumn: unknown embedding option 'combinr' (did you mean 'combiner'?); it takes 'combiner', 'initializer'"],
   ])('%s', (_, make, message) => {
     expect(make).toThrow(message);
   });
@@ -21,6 +28,10 @@ describe('unknown option keys', () => {
     expect(() => new hb.train.AdagradOptimizer({ learningRate: 0.1, foo: 1 } as never)).toThrow(
       "AdagradOptimizer: unknown option 'foo'; it takes 'learningRate', 'initialAccumulatorValue', 'name'",
     );
+  });
+
+  test('embeddingLookupSparse (a promise that rejects)', async () => {
+    await expect(hb.nn.embeddingLookupSparse(hb.variable([[1]]), hb.ragged([[0]]), { combinr: 'sum' } as never)).rejects.toThrow("embeddingLookupSparse: unknown option 'combinr' (did you mean 'combiner'?)");
   });
 
   test('distribute.init', async () => {

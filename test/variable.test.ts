@@ -1,4 +1,5 @@
 import * as hb from '../lib';
+import { EmbeddingTable } from '../lib/embedding/embedding_table';
 import { typeName } from './support/reference';
 
 async function values(v: hb.Tensor): Promise<number[]> {
@@ -73,6 +74,23 @@ describe('hb.initializers', () => {
     expect(await values(hb.variable(hb.initializers.constant(2.5), { shape: [2, 3] }))).toEqual(new Array(6).fill(2.5));
     expect(await values(hb.variable(hb.initializers.zeros(), { shape: [4] }))).toEqual(new Array(4).fill(0));
     expect(await values(hb.variable(hb.initializers.ones(), { shape: [1, 2] }))).toEqual([1, 1]);
+  });
+
+  test("constant of an array holds the variable's values (TF's constant_initializer): pretrained tables, whole or sharded", async () => {
+    expect(await values(hb.variable(hb.initializers.constant([[1, 2, 3], [4, 5, 6]]), { shape: [2, 3] }))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await values(hb.variable(hb.initializers.constant(Float64Array.from([0.5, -1])), { shape: [2] }))).toEqual([0.5, -1]);
+    // A pretrained table through an embedding column: row x is what was given for x.
+    const pretrained = Float32Array.from({ length: 5 * 2 }, (_, i) => i / 10);
+    const column = hb.featureColumn.embeddingColumn(hb.featureColumn.categoricalColumnWithIdentity('pretrained', 5), 2, { initializer: hb.initializers.constant(pretrained) });
+    expect(await values(column.variable)).toEqual(Array.from(pretrained));
+    // A shard of it (rank r of W holds rows r, r + W, ...) holds those rows of the values.
+    const shard = new EmbeddingTable({ name: 'pretrained_shard', rows: 5, dim: 2, dtype: 'float32', initializer: hb.initializers.constant(pretrained), trainable: true }, { kind: 'sharded', device: 'cpu', worldSize: 2, rank: 1 });
+    expect(await values(shard.variable)).toEqual(Array.from(pretrained.subarray(2, 4)).concat(Array.from(pretrained.subarray(6, 8))));
+    expect(() => hb.variable(hb.initializers.constant([1, 2, 3]), { shape: [2, 2] })).toThrow(/constant: 3 values do not fill a variable of shape \[2, 2\] \(4 elements\)/);
+    expect(() => hb.initializers.constant([[1, 2], [3]])).toThrow(/value\[1\] has 1 items where its siblings have 2/);
+    expect(() => hb.initializers.constant([1, 'x' as never])).toThrow(/value\[1\] must be a finite number, got "x" \(a string\)/);
+    expect(() => hb.initializers.constant(Float32Array.of(1, NaN))).toThrow(/value\[1\] must be a finite number, got NaN/);
+    expect(() => hb.initializers.constant(Int32Array.of(1))).toThrow(/a Float32Array\/Float64Array, got a Int32Array of length 1/);
   });
 
   test('randomUniform stays in [minval, maxval), is deterministic for a seed and looks uniform', async () => {

@@ -10,6 +10,7 @@ import { decodeChunk } from './decode_chunk';
 import { WorkerPool } from './pool';
 import { ReaderKind, TRUNCATED } from './reader';
 import type { UnitBase } from './wire';
+import { shownValue } from '../shown_value';
 
 /** What a pass has read so far (reset when a new pass starts). */
 export interface DatasetStats {
@@ -133,8 +134,8 @@ export async function planFiles<T>(pool: WorkerPool, kind: ReaderKind, files: st
 
 function integerOption(value: unknown, fallback: number, min: number, argument: string): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new TypeError(`${argument} must be an integer >= ${min}, got ${String(value)}`);
-  if (!Number.isInteger(value) || value < min) throw new RangeError(`${argument} must be an integer >= ${min}, got ${String(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`${argument} must be an integer >= ${min}, got ${shownValue(value)}`);
+  if (!Number.isInteger(value) || value < min) throw new RangeError(`${argument} must be an integer >= ${min}, got ${shownValue(value)}`);
   return value;
 }
 

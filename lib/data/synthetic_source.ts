@@ -7,6 +7,7 @@ import { SourceDescription, SourceOptions, sourceOptions, SOURCE_OPTION_KEYS } f
 import { PlantedModel, SyntheticTableSpec } from './synthetic_model';
 import type { SyntheticTask, SyntheticUnit } from './synthetic_reader';
 import { checkOptionKeys } from '../option_keys';
+import { shownValue } from '../shown_value';
 
 export interface SyntheticTableOptions {
   /** Feature name of the table's ids (default C1, C2, ...). */
@@ -40,7 +41,7 @@ function tableSpecs(tables: unknown): SyntheticTableSpec[] {
     if (typeof name !== 'string') throw new TypeError(`${where}.name must be a non-empty string`);
     if (name.length === 0) throw new Error(`${where}.name must be a non-empty string`);
     if (!Number.isInteger(t.vocabularySize) || t.vocabularySize < 1 || t.vocabularySize > 2 ** 52) {
-      const message = `${where}.vocabularySize must be an integer in [1, 2^52], got ${String(t.vocabularySize)}`;
+      const message = `${where}.vocabularySize must be an integer in [1, 2^52], got ${shownValue(t.vocabularySize)}`;
       throw typeof t.vocabularySize === 'number' ? new RangeError(message) : new TypeError(message);
     }
     const hot = t.hotness ?? 1;
@@ -51,7 +52,7 @@ function tableSpecs(tables: unknown): SyntheticTableSpec[] {
     }
     const alpha = t.alpha ?? 1.1;
     if (typeof alpha !== 'number' || !Number.isFinite(alpha) || alpha < 0) {
-      const message = `${where}.alpha must be a number >= 0, got ${String(alpha)}`;
+      const message = `${where}.alpha must be a number >= 0, got ${shownValue(alpha)}`;
       throw typeof alpha === 'number' ? new RangeError(message) : new TypeError(message);
     }
     return { name, vocabularySize: t.vocabularySize, hotness, alpha };

@@ -30,6 +30,7 @@ import { Tensor } from '../tensor/tensor';
 import { Variable } from '../tensor/variable';
 import { EmbeddingTable, EmbeddingTableSpec, EmbeddingTableStats, GradientApplier, LookupOptions } from './embedding_table';
 import { TablePlacement } from './placement';
+import { shownValue } from '../shown_value';
 
 export interface DynamicTableOptions {
   /** Training lookups of an id before it gets a row (1: at once). */
@@ -74,7 +75,7 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     for (const [key, min] of counts) {
       const v: unknown = options[key];
       if (!Number.isSafeInteger(v) || (v as number) < min) {
-        const message = `${where}: emb${key[0].toUpperCase()}${key.slice(1)} must be an integer >= ${min}, got ${String(v)}`;
+        const message = `${where}: emb${key[0].toUpperCase()}${key.slice(1)} must be an integer >= ${min}, got ${shownValue(v)}`;
         throw typeof v === 'number' ? new RangeError(message) : new TypeError(message);
       }
     }
@@ -90,6 +91,9 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
   override variableOn(): Variable {
     if (!this.isMade) {
       const { spec } = this;
+      if (spec.initializer.holdsValues) {
+        throw new Error(`embedding table '${spec.name}' is dynamic: its rows are made on first use, so an initializer of given values (initializers.constant of an array) does not apply; use a fixed table to start from pretrained rows`);
+      }
       const fill = spec.initializer.fillSpec([spec.rows, spec.dim]);
       const init = fill.seed === undefined && fill.kind !== 'constant' ? { ...fill, seed: seedFor(spec.name) } : fill;
       const made = native.dynamicTableCreate({ name: spec.name, dim: spec.dim, init, ...this.dynamicOptions });

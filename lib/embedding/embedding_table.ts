@@ -24,6 +24,7 @@ import type { WireDType } from '../graph/ops/exchange';
 import { lookupChain } from './lookup_chain';
 import { shardRows, TablePlacement } from './placement';
 import { shardedLookupChain } from './sharded_lookup_chain';
+import { shownValue } from '../shown_value';
 
 export interface EmbeddingTableSpec {
   /** The checkpoint's name (`<column>_embedding/embedding_weights`). */
@@ -76,7 +77,7 @@ export class EmbeddingTable implements SlotOwner {
     for (const key of ['rows', 'dim'] as const) {
       const value: unknown = spec[key];
       if (!Number.isSafeInteger(value) || (value as number) < 1) {
-        const message = `${where}: ${key} must be an integer >= 1, got ${String(value)}`;
+        const message = `${where}: ${key} must be an integer >= 1, got ${shownValue(value)}`;
         throw typeof value === 'number' ? new RangeError(message) : new TypeError(message);
       }
     }

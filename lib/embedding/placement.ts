@@ -3,6 +3,7 @@
 // placements across workers: a sharded table's id x lives on rank x floormod W at local
 // row x floordiv W; a replicated one is whole on every rank, its gradients gathered from
 // every rank. lib/distribute/sharding_planner.ts decides which.
+import { shownValue } from '../shown_value';
 
 export type PlacementKind = 'local' | 'sharded' | 'replicated';
 
@@ -32,11 +33,11 @@ export function ownerOf(id: bigint, worldSize: number): number {
  */
 export function shardRows(rows: number, worldSize: number, rank: number): number {
   if (!Number.isSafeInteger(worldSize) || worldSize < 1) {
-    const message = `shardRows: worldSize must be an integer >= 1, got ${String(worldSize)}`;
+    const message = `shardRows: worldSize must be an integer >= 1, got ${shownValue(worldSize)}`;
     throw typeof worldSize === 'number' ? new RangeError(message) : new TypeError(message);
   }
   if (!Number.isSafeInteger(rank) || rank < 0 || rank >= worldSize) {
-    const message = `shardRows: rank must be in [0, ${worldSize}), got ${String(rank)}`;
+    const message = `shardRows: rank must be in [0, ${worldSize}), got ${shownValue(rank)}`;
     throw typeof rank === 'number' ? new RangeError(message) : new TypeError(message);
   }
   return Math.floor(rows / worldSize) + (rank < rows % worldSize ? 1 : 0);

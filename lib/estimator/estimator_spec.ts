@@ -3,6 +3,7 @@ import { SymbolicTensor } from '../graph/graph';
 import { MetricOp } from '../metrics/metric_op';
 import { TrainOp } from '../train/train_op';
 import { Mode, ModeKeys } from './mode_keys';
+import { shownValue } from '../shown_value';
 
 export interface EstimatorSpecInit {
   mode: Mode;
@@ -26,7 +27,7 @@ export function EstimatorSpec(init: EstimatorSpecInit): EstimatorSpec {
   if (init === null || typeof init !== 'object') throw new TypeError('EstimatorSpec: expected an object');
   const modes = Object.values(ModeKeys) as string[];
   if (!modes.includes(init.mode)) {
-    const message = `EstimatorSpec: mode must be one of ${modes.join(', ')} (hb.estimator.ModeKeys), got ${String(init.mode)}`;
+    const message = `EstimatorSpec: mode must be one of ${modes.join(', ')} (hb.estimator.ModeKeys), got ${shownValue(init.mode)}`;
     throw typeof init.mode === 'string' ? new Error(message) : new TypeError(message);
   }
   if (init.loss !== undefined && !(init.loss instanceof SymbolicTensor)) throw new TypeError('EstimatorSpec: loss must be a symbolic tensor');

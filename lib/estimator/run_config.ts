@@ -2,6 +2,7 @@
 
 import { DeviceSpec, resolveDevice } from '../backend';
 import { checkOptionKeys } from '../option_keys';
+import { shownValue } from '../shown_value';
 
 export interface RunConfigInit {
   /** Save a checkpoint every N steps (takes precedence over saveCheckpointsSecs). */
@@ -31,8 +32,8 @@ export interface RunConfigInit {
 }
 
 function nonNegativeInteger(value: unknown, name: string): number {
-  if (typeof value !== 'number') throw new TypeError(`RunConfig: ${name} must be an integer >= 0, got ${String(value)}`);
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`RunConfig: ${name} must be an integer >= 0, got ${String(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`RunConfig: ${name} must be an integer >= 0, got ${shownValue(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`RunConfig: ${name} must be an integer >= 0, got ${shownValue(value)}`);
   return value;
 }
 

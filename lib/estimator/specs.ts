@@ -1,6 +1,7 @@
 // tf.estimator.TrainSpec and EvalSpec.
 import { InputFn } from './input';
 import { checkOptionKeys } from '../option_keys';
+import { shownValue } from '../shown_value';
 
 export interface StepInfo {
   globalStep: number;
@@ -23,8 +24,8 @@ function checkInputFn(fn: unknown, owner: string): InputFn {
 
 function optionalCount(value: unknown, owner: string, name: string, min = 1): number | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number') throw new TypeError(`${owner}: ${name} must be an integer >= ${min}, got ${String(value)}`);
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${owner}: ${name} must be an integer >= ${min}, got ${String(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`${owner}: ${name} must be an integer >= ${min}, got ${shownValue(value)}`);
+  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${owner}: ${name} must be an integer >= ${min}, got ${shownValue(value)}`);
   return value;
 }
 

@@ -2,6 +2,7 @@
 // (TF's get_sparse_tensors); dense columns turn them into [batch, dimension] floats.
 import { Ragged } from '../tensor/ragged';
 import { Features } from './feature_input';
+import { shownValue } from '../shown_value';
 
 export interface FeatureColumn {
   /** TF's column name (sorts DenseFeatures' output, names variables and errors). */
@@ -43,14 +44,14 @@ export function isDenseColumn(value: unknown): value is DenseColumn {
 }
 
 export function checkKey(key: unknown, fn: string): string {
-  if (typeof key !== 'string') throw new TypeError(`${fn}: key must be a non-empty string, got ${String(key)}`);
-  if (key === '') throw new Error(`${fn}: key must be a non-empty string, got ${String(key)}`);
+  if (typeof key !== 'string') throw new TypeError(`${fn}: key must be a non-empty string, got ${shownValue(key)}`);
+  if (key === '') throw new Error(`${fn}: key must be a non-empty string, got ${shownValue(key)}`);
   return key;
 }
 
 export function checkPositiveInteger(value: unknown, fn: string, argument: string, min = 1): number {
-  if (typeof value !== 'number') throw new TypeError(`${fn}: ${argument} must be an integer >= ${min}, got ${String(value)}`);
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${fn}: ${argument} must be an integer >= ${min}, got ${String(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`${fn}: ${argument} must be an integer >= ${min}, got ${shownValue(value)}`);
+  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${fn}: ${argument} must be an integer >= ${min}, got ${shownValue(value)}`);
   return value;
 }
 

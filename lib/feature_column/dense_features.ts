@@ -8,6 +8,8 @@ import { SymbolicTensor } from '../graph/graph';
 import { concat } from '../graph/ops/array';
 import { symbolicSource } from '../graph/symbolic_features';
 import { symbolicColumns } from './symbolic_column';
+import { shownValue } from '../shown_value';
+import { checkOptionKeys } from '../option_keys';
 
 export interface DenseFeaturesOptions {
   /** HybridBackend's coalescing groups for the embedding lookups; default: each column's embNumGroups. */
@@ -53,13 +55,14 @@ function checkColumns(columns: unknown): DenseColumn[] {
 export function DenseFeatures(columns: readonly DenseColumn[], options?: DenseFeaturesOptions & { enableConcat?: true }): DenseFeaturesLayer<Tensor>;
 export function DenseFeatures(columns: readonly DenseColumn[], options: DenseFeaturesOptions & { enableConcat: false }): DenseFeaturesLayer<Tensor[]>;
 export function DenseFeatures(columns: readonly DenseColumn[], options: DenseFeaturesOptions = {}): DenseFeaturesLayer<Tensor | Tensor[]> {
+  checkOptionKeys(options, ['numGroups', 'enableConcat'], 'DenseFeatures');
   const sorted = checkColumns(columns);
   const enableConcat = options.enableConcat ?? true;
   if (typeof enableConcat !== 'boolean') throw new TypeError('DenseFeatures: enableConcat must be a boolean');
   const groupDefault = Math.max(1, ...sorted.map((c) => (c as { options?: { embNumGroups?: number } }).options?.embNumGroups ?? 1));
   const numGroups = options.numGroups ?? groupDefault;
   if (!Number.isSafeInteger(numGroups) || numGroups < 1) {
-    const message = `DenseFeatures: numGroups must be an integer >= 1, got ${String(numGroups)}`;
+    const message = `DenseFeatures: numGroups must be an integer >= 1, got ${shownValue(numGroups)}`;
     throw typeof numGroups === 'number' ? new RangeError(message) : new TypeError(message);
   }
 

@@ -14,6 +14,7 @@ import { CategoricalColumn, checkCategorical, checkPositiveInteger, DenseColumn 
 import { checkEmbeddingOptions, EmbeddingOptions, EmbeddingOptionValues, resolveEmbeddingOptions } from './embedding_options';
 import { Features } from './feature_input';
 import { segmentFeatures } from './segments';
+import { shownValue } from '../shown_value';
 
 export interface EmbeddingColumnOptions extends EmbeddingOptions {
   /** Default 'mean'. */
@@ -173,7 +174,7 @@ function checkCommon(fn: string, dimension: number, options: EmbeddingColumnOpti
     throw new TypeError(`${fn}: initializer must be an hb.initializers initializer`);
   }
   if (options.maxNorm !== undefined && !(typeof options.maxNorm === 'number' && Number.isFinite(options.maxNorm) && options.maxNorm > 0)) {
-    const message = `${fn}: maxNorm must be a finite number > 0, got ${String(options.maxNorm)}`;
+    const message = `${fn}: maxNorm must be a finite number > 0, got ${shownValue(options.maxNorm)}`;
     throw typeof options.maxNorm === 'number' ? new RangeError(message) : new TypeError(message);
   }
   if (options.trainable !== undefined && typeof options.trainable !== 'boolean') throw new TypeError(`${fn}: trainable must be a boolean`);
@@ -188,7 +189,7 @@ function checkCommon(fn: string, dimension: number, options: EmbeddingColumnOpti
 function embeddingOptionsOf(fn: string, options: EmbeddingColumnOptions): EmbeddingOptions {
   const rest: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(options)) if (!ownOptionNames.includes(k)) rest[k] = v;
-  return checkEmbeddingOptions(rest, fn);
+  return checkEmbeddingOptions(rest, fn, false, ownOptionNames);
 }
 
 export function embeddingColumn(categoricalColumn: CategoricalColumn, dimension: number, options: EmbeddingColumnOptions = {}): EmbeddingColumn {

@@ -2,6 +2,7 @@
 // environment variables, in that order of precedence. A value may be a scalar or
 // { [columnName]: value, '*': default }; a dict without the column's name and
 // without '*' defers to the next level.
+import { closestKey } from '../option_keys';
 
 export interface EmbeddingOptionValues {
   embBackend: 'DEFAULT' | 'DYNAMIC';
@@ -91,13 +92,17 @@ function isPerColumnDict(value: unknown): value is Record<string, unknown> {
  * `fromEnv`: the values were read from an environment variable, which is always a string,
  * so any fault in them is a wrong value (Error), never a wrong type.
  */
-export function checkEmbeddingOptions(options: unknown, where: string, fromEnv = false): EmbeddingOptions {
+export function checkEmbeddingOptions(options: unknown, where: string, fromEnv = false, alsoTakes: readonly string[] = []): EmbeddingOptions {
   if (options === undefined) return {};
   if (!isPerColumnDict(options)) throw new TypeError(`${where}: embedding options must be an object`);
   for (const [name, value] of Object.entries(options)) {
     const rule = rules[name as EmbeddingOptionName];
     if (rule === undefined) {
-      throw new Error(`${where}: unknown embedding option '${name}' (known: ${embeddingOptionNames.join(', ')})`);
+      // The caller's own options (a column's combiner, initializer, ...) are listed too:
+      // a misspelt `combinr` is as likely as a misspelt `embDevcie`.
+      const known = [...alsoTakes, ...embeddingOptionNames];
+      const meant = closestKey(name, known);
+      throw new Error(`${where}: unknown embedding option '${name}'${meant ? ` (did you mean '${meant}'?)` : ''}; it takes ${known.map((k) => `'${k}'`).join(', ')}`);
     }
     if (value === undefined) continue;
     const entries = isPerColumnDict(value) ? Object.entries(value) : [['', value] as [string, unknown]];

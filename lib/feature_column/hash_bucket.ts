@@ -5,12 +5,13 @@ import { Ragged } from '../tensor/ragged';
 import { CategoricalColumn, checkKey, checkPositiveInteger } from './column';
 import { Features, featureOf } from './feature_input';
 import { idsOfFeature, PresentIds, presentCount, WeightsBeside } from './raw_ids';
+import { shownValue } from '../shown_value';
 
 export type CategoricalDType = 'string' | 'int32' | 'int64';
 
 export function checkCategoricalDType(dtype: unknown, fn: string, key: string): CategoricalDType {
   if (dtype === 'string' || dtype === 'int32' || dtype === 'int64') return dtype;
-  throw new TypeError(`${fn}: dtype must be 'string', 'int32' or 'int64' (column '${key}'), got ${String(dtype)}`);
+  throw new TypeError(`${fn}: dtype must be 'string', 'int32' or 'int64' (column '${key}'), got ${shownValue(dtype)}`);
 }
 
 /** TF: "Column dtype and SparseTensors dtype must be compatible". */

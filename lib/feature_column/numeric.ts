@@ -1,6 +1,8 @@
 // numeric_column: float32 values, prod(shape) per example, optionally normalized.
 import { checkKey, DenseColumn } from './column';
 import { DenseBlock, FeatureInput, Features, featureOf, numericValuesOf } from './feature_input';
+import { shownValue } from '../shown_value';
+import { checkOptionKeys } from '../option_keys';
 
 /** Takes the batch's [rows, n] values (row-major) and returns as many. */
 export type NormalizerFn = (values: Float32Array) => Float32Array | ArrayLike<number>;
@@ -57,13 +59,14 @@ export class NumericColumn implements DenseColumn {
 export function numericColumn(key: string, options: NumericColumnOptions = {}): NumericColumn {
   const fn = 'numericColumn';
   checkKey(key, fn);
+  checkOptionKeys(options, ['shape', 'defaultValue', 'normalizerFn', 'dtype'], fn);
   const shape = options.shape ?? [1];
   if (!Array.isArray(shape) || shape.length === 0 || !shape.every((d) => Number.isSafeInteger(d) && d >= 1)) {
     const message = `${fn}: shape must be a non-empty array of positive integers (column '${key}'), got ${JSON.stringify(shape)}`;
     throw Array.isArray(shape) && shape.every((d) => typeof d === 'number') ? new RangeError(message) : new TypeError(message);
   }
   if (options.dtype !== undefined && options.dtype !== 'float32') {
-    throw new TypeError(`${fn}: dtype must be float32 (column '${key}'), got ${String(options.dtype)}`);
+    throw new TypeError(`${fn}: dtype must be float32 (column '${key}'), got ${shownValue(options.dtype)}`);
   }
   const size = shape.reduce((a, b) => a * b, 1);
   let defaultValue: number[] | undefined;

@@ -9,6 +9,8 @@ import { CategoricalColumn, checkKey } from './column';
 import { Features, featureOf } from './feature_input';
 import { CategoricalDType, checkCategoricalDType, checkValuesMatch } from './hash_bucket';
 import { idsOfFeature, presentCount, WeightsBeside } from './raw_ids';
+import { shownValue } from '../shown_value';
+import { checkOptionKeys } from '../option_keys';
 
 export interface VocabularyListOptions {
   /** Default: 'string' for string vocabularies, 'int64' for integer ones. */
@@ -68,7 +70,7 @@ function checkOovAndDefault(fn: string, key: string, options: VocabularyListOpti
   }
   const defaultValue = options.defaultValue ?? -1;
   if (!Number.isSafeInteger(defaultValue)) {
-    const message = `${fn}: defaultValue must be an integer (column '${key}'), got ${String(defaultValue)}`;
+    const message = `${fn}: defaultValue must be an integer (column '${key}'), got ${shownValue(defaultValue)}`;
     throw typeof defaultValue === 'number' ? new RangeError(message) : new TypeError(message);
   }
   if (numOovBuckets > 0 && defaultValue !== -1) {
@@ -139,6 +141,7 @@ export function categoricalColumnWithVocabularyList(
   checkKey(key, fn);
   if (!Array.isArray(vocabularyList)) throw new TypeError(`${fn}: vocabularyList must be a non-empty array (column '${key}')`);
   if (vocabularyList.length === 0) throw new Error(`${fn}: vocabularyList must be a non-empty array (column '${key}')`);
+  checkOptionKeys(options, ['dtype', 'defaultValue', 'numOovBuckets'], fn);
   const dtype = checkCategoricalDType(options.dtype ?? (typeof vocabularyList[0] === 'string' ? 'string' : 'int64'), fn, key);
   return buildColumn(fn, key, vocabularyList, dtype, options);
 }
@@ -147,6 +150,7 @@ export function categoricalColumnWithVocabularyList(
 export function categoricalColumnWithVocabularyFile(key: string, path: string, options: VocabularyFileOptions = {}): VocabularyCategoricalColumn {
   const fn = 'categoricalColumnWithVocabularyFile';
   checkKey(key, fn);
+  checkOptionKeys(options, ['dtype', 'defaultValue', 'numOovBuckets', 'vocabularySize'], fn);
   if (typeof path !== 'string') throw new TypeError(`${fn}: missing vocabulary file path in column '${key}'`);
   if (path === '') throw new Error(`${fn}: missing vocabulary file path in column '${key}'`);
   let bytes: Buffer;

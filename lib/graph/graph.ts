@@ -6,6 +6,7 @@
 import type { Batch } from '../data/batch';
 import { Initializer } from '../initializers/initializers';
 import { Variable, variable } from '../tensor/variable';
+import { shownValue } from '../shown_value';
 
 export type Shape = readonly number[];
 export const BATCH = -1;
@@ -156,7 +157,7 @@ export class Graph {
 
   addNode(op: string, inputs: SymbolicTensor[], attrs: Record<string, unknown>, outputs: readonly OutputSpec[], name?: string): Node {
     for (const input of inputs) {
-      if (!(input instanceof SymbolicTensor)) throw new TypeError(`${name ?? op}: inputs must be symbolic tensors (inside a modelFn), got ${String(input)}`);
+      if (!(input instanceof SymbolicTensor)) throw new TypeError(`${name ?? op}: inputs must be symbolic tensors (inside a modelFn), got ${shownValue(input)}`);
       if (input.graph !== this) throw new Error(`${name ?? op}: input '${input.name}' belongs to another graph (another modelFn call)`);
     }
     const node: { -readonly [K in keyof Node]: Node[K] } = {

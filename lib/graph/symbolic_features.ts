@@ -72,6 +72,17 @@ export function symbolicFeatures(graph: Graph, example: Batch): Record<string, S
   return out;
 }
 
+/**
+ * What an op that needs labels says when the modelFn's labels are undefined: the input's
+ * batches carry none, which for a dataset means its labelField was not set.
+ */
+export function labelsMissing(name: string): TypeError {
+  return new TypeError(
+    `${name}: labels is undefined: the input's batches have no labels (a dataset gives them when its labelField names a column, ` +
+      "e.g. Dataset.fromParquet(files, { labelField: 'label' }); an inputFn gives { features, labels })",
+  );
+}
+
 /** labels for modelFn: a placeholder (or a record of them) shaped like the example's. */
 export function symbolicLabels(graph: Graph, example: Batch): SymbolicTensor | Record<string, SymbolicTensor> | undefined {
   const labels = example.labels;

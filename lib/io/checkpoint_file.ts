@@ -20,6 +20,7 @@ import type { FileHandle } from 'fs/promises';
 import * as os from 'os';
 import * as path from 'path';
 import { native, NativeTensorHandle } from '../native';
+import { shownValue } from '../shown_value';
 
 export type CheckpointDType = 'float32' | 'float64' | 'int32' | 'int64';
 
@@ -187,12 +188,12 @@ export async function saveCheckpoint(
 ): Promise<CheckpointInfo> {
   assertLittleEndian();
   if (typeof globalStep !== 'number' || !Number.isSafeInteger(globalStep) || globalStep < 0) {
-    const message = `saveCheckpoint: globalStep must be a non-negative integer, got ${String(globalStep)}`;
+    const message = `saveCheckpoint: globalStep must be a non-negative integer, got ${shownValue(globalStep)}`;
     throw typeof globalStep === 'number' ? new Error(message) : new TypeError(message);
   }
   const keepMax = options.keepMax ?? 0;
   if (!Number.isSafeInteger(keepMax) || keepMax < 0) {
-    const message = `saveCheckpoint: keepMax must be a non-negative integer, got ${String(options.keepMax)}`;
+    const message = `saveCheckpoint: keepMax must be a non-negative integer, got ${shownValue(options.keepMax)}`;
     throw typeof keepMax === 'number' ? new Error(message) : new TypeError(message);
   }
   const userMetadata = checkUserMetadata(options.metadata ?? {});
@@ -393,7 +394,7 @@ export async function loadTensorRows(
   const targetRowBegin = options.targetRowBegin ?? 0;
   for (const [key, value] of Object.entries({ rowBegin, rowEnd, targetRowBegin })) {
     if (!Number.isSafeInteger(value) || value < 0) {
-      const message = `${where}: ${key} must be a non-negative integer, got ${String(value)}`;
+      const message = `${where}: ${key} must be a non-negative integer, got ${shownValue(value)}`;
       throw typeof value === 'number' ? new Error(message) : new TypeError(message);
     }
   }
@@ -481,7 +482,7 @@ function checkTensor(t: CheckpointTensor, where: string): Pick<PlannedTensor, 'r
   const end = t.data.rowEnd ?? rows;
   for (const [key, value] of Object.entries({ rowBegin: begin, rowEnd: end })) {
     if (!Number.isSafeInteger(value) || value < 0) {
-      const message = `${where}: ${key} must be a non-negative integer, got ${String(value)}`;
+      const message = `${where}: ${key} must be a non-negative integer, got ${shownValue(value)}`;
       throw typeof value === 'number' ? new Error(message) : new TypeError(message);
     }
   }

@@ -5,6 +5,7 @@ import { Graph, shapeString, SymbolicTensor } from '../graph/graph';
 import { reshape } from '../graph/ops/array';
 import { equal } from '../graph/ops/elementwise';
 import { fixedSize, sameShape } from '../graph/ops/shapes';
+import { labelsMissing } from '../graph/symbolic_features';
 import { metricAccumulate } from '../graph/ops/metric_accumulate';
 import { constant } from '../graph/ops/sources';
 import { zeros } from '../initializers/initializers';
@@ -14,6 +15,8 @@ import { Tensor, tensor } from '../tensor/tensor';
 import { Variable, variable } from '../tensor/variable';
 import { aucFromCounts, AucCurve, AucSummation, aucThresholds } from './auc_formula';
 import { MetricOp } from './metric_op';
+import { shownValue } from '../shown_value';
+import { checkOptionKeys } from '../option_keys';
 
 export { MetricOp } from './metric_op';
 export { aucThresholds } from './auc_formula';
@@ -63,25 +66,27 @@ export interface AucOptions {
 export function auc(labels: SymbolicTensor, predictions: SymbolicTensor, options?: AucOptions): MetricOp;
 export function auc(labels: MetricInput, predictions: MetricInput, options?: AucOptions): Promise<number>;
 export function auc(labels: MetricInput, predictions: MetricInput, options: AucOptions = {}): MetricOp | Promise<number> {
+  checkOptionKeys(options, ['weights', 'numThresholds', 'curve', 'summationMethod', 'name'], 'metrics.auc');
   const name = options.name ?? 'auc';
   const numThresholds = options.numThresholds ?? 200;
   if (!Number.isSafeInteger(numThresholds) || numThresholds < 2) {
-    const message = `${name}: numThresholds must be an integer >= 2, got ${String(numThresholds)}`;
+    const message = `${name}: numThresholds must be an integer >= 2, got ${shownValue(numThresholds)}`;
     throw typeof numThresholds === 'number' ? new RangeError(message) : new TypeError(message);
   }
   const curve = options.curve ?? 'ROC';
   if (curve !== 'ROC' && curve !== 'PR') {
-    const message = `${name}: curve must be 'ROC' or 'PR', got ${String(curve)}`;
+    const message = `${name}: curve must be 'ROC' or 'PR', got ${shownValue(curve)}`;
     throw typeof curve === 'string' ? new Error(message) : new TypeError(message);
   }
   const summation = options.summationMethod ?? 'trapezoidal';
   if (!['trapezoidal', 'minoring', 'majoring', 'careful_interpolation'].includes(summation)) {
-    const message = `${name}: summationMethod must be 'trapezoidal', 'minoring', 'majoring' or 'careful_interpolation', got ${String(summation)}`;
+    const message = `${name}: summationMethod must be 'trapezoidal', 'minoring', 'majoring' or 'careful_interpolation', got ${shownValue(summation)}`;
     throw typeof summation === 'string' ? new Error(message) : new TypeError(message);
   }
   const thresholds = aucThresholds(numThresholds);
   const formula = ([tp, fn, tn, fp]: Float32Array[]) => aucFromCounts(tp, fn, tn, fp, curve, summation);
   if (predictions instanceof SymbolicTensor) {
+    if (labels === undefined) throw labelsMissing(name);
     if (!(labels instanceof SymbolicTensor)) throw new TypeError(`${name}: labels must be symbolic like the predictions`);
     const graph: Graph = predictions.graph;
     const accumulators = ['true_positives', 'false_negatives', 'true_negatives', 'false_positives'].map((a) => accumulator(graph, `${name}/${a}`, [numThresholds]));
@@ -111,6 +116,7 @@ const meanFormula = ([total, count]: Float32Array[]) => (count[0] === 0 ? 0 : Ma
 export function mean(values: SymbolicTensor, options?: { weights?: MetricInput; name?: string }): MetricOp;
 export function mean(values: MetricInput, options?: { weights?: MetricInput; name?: string }): Promise<number>;
 export function mean(values: MetricInput, options: { weights?: MetricInput; name?: string } = {}): MetricOp | Promise<number> {
+  checkOptionKeys(options, ['weights', 'name'], 'metrics.mean');
   const name = options.name ?? 'mean';
   if (values instanceof SymbolicTensor) {
     const accumulators = [accumulator(values.graph, `${name}/total`, [1]), accumulator(values.graph, `${name}/count`, [1])];
@@ -130,8 +136,10 @@ export function mean(values: MetricInput, options: { weights?: MetricInput; name
 export function accuracy(labels: SymbolicTensor, predictions: SymbolicTensor, options?: { weights?: MetricInput; name?: string }): MetricOp;
 export function accuracy(labels: MetricInput, predictions: MetricInput, options?: { weights?: MetricInput; name?: string }): Promise<number>;
 export function accuracy(labels: MetricInput, predictions: MetricInput, options: { weights?: MetricInput; name?: string } = {}): MetricOp | Promise<number> {
+  checkOptionKeys(options, ['weights', 'name'], 'metrics.accuracy');
   const name = options.name ?? 'accuracy';
   if (predictions instanceof SymbolicTensor) {
+    if (labels === undefined) throw labelsMissing(name);
     if (!(labels instanceof SymbolicTensor)) throw new TypeError(`${name}: labels must be symbolic like the predictions`);
     return mean(equal(aligned(labels, predictions, name), predictions), { weights: options.weights, name });
   }

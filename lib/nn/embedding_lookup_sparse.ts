@@ -3,6 +3,8 @@ import { native } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { Tensor } from '../tensor/tensor';
 import { checkLookupArguments, Combiner } from './lookup_arguments';
+import { shownValue } from '../shown_value';
+import { checkOptionKeys } from '../option_keys';
 
 export type { Combiner };
 
@@ -23,10 +25,11 @@ export interface EmbeddingLookupOptions {
  * NaN weights reject the promise with an Error naming the argument.
  */
 export async function embeddingLookupSparse(params: Tensor, ids: Ragged, options: EmbeddingLookupOptions = {}): Promise<Tensor> {
+  checkOptionKeys(options, ['combiner', 'maxNorm', 'name'], 'embeddingLookupSparse');
   const { name, combiner } = checkLookupArguments('embeddingLookupSparse', params, ids, options);
   const maxNorm = options.maxNorm;
   if (maxNorm !== undefined && !(typeof maxNorm === 'number' && Number.isFinite(maxNorm) && maxNorm > 0)) {
-    const message = `embeddingLookupSparse(${name}): maxNorm must be a finite number > 0, got ${String(maxNorm)}`;
+    const message = `embeddingLookupSparse(${name}): maxNorm must be a finite number > 0, got ${shownValue(maxNorm)}`;
     throw typeof maxNorm === 'number' ? new RangeError(message) : new TypeError(message);
   }
   const handle = await native.embeddingLookupSparse(params.handle, name, ids.values, ids.rowSplits, ids.weights ?? null, combiner, maxNorm ?? 0);

@@ -5,6 +5,7 @@ import { seedFor } from '../initializers/random_seed';
 import { native } from '../native';
 import { checkDType, DType, dtypeOfTypedArray, isTypedArray, TypedArray, typedArrayFrom } from './dtype';
 import { Tensor } from './tensor';
+import { checkOptionKeys } from '../option_keys';
 
 export interface VariableOptions {
   /** Default 'Variable', then 'Variable_1', ... as TensorFlow names them. */
@@ -81,6 +82,19 @@ export class Variable extends Tensor {
   }
 }
 
+/** Rows offset, offset + stride, ... of a row-major [rows, ...] block: a shard's rows. */
+function shardRows(values: Float32Array, whole: readonly number[], shard: { stride: number; offset: number }): Float32Array {
+  const width = whole.slice(1).reduce((a, b) => a * b, 1);
+  const local = Math.max(0, Math.ceil((whole[0] - shard.offset) / shard.stride));
+  const out = new Float32Array(local * width);
+  // Initialization, once per table: a copy per row, no per-element work.
+  for (let j = 0; j < local; j++) {
+    const row = j * shard.stride + shard.offset;
+    out.set(values.subarray(row * width, (row + 1) * width), j * width);
+  }
+  return out;
+}
+
 function shapeOf(values: unknown[]): number[] {
   if (values.length > 0 && Array.isArray(values[0])) return [values.length, (values[0] as unknown[]).length];
   return [values.length];
@@ -91,6 +105,7 @@ function shapeOf(values: unknown[]): number[] {
  * nested arrays. The values are copied: later writes to the source are not seen.
  */
 export function variable(initialValue: VariableInitialValue, options: VariableOptions = {}): Variable {
+  checkOptionKeys(options, ['name', 'trainable', 'device', 'shape', 'dtype', 'exactName', 'shardOf'], 'variable');
   const device = resolveDevice(options.device, 'variable: options.device');
   if (options.name !== undefined && typeof options.name !== 'string') throw new TypeError('variable: options.name must be a non-empty string');
   if (options.name === '') throw new Error('variable: options.name must be a non-empty string');
@@ -103,10 +118,16 @@ export function variable(initialValue: VariableInitialValue, options: VariableOp
       throw new TypeError(`variable(${name}): initializers make float32 values, not ${options.dtype}`);
     }
     const shard = options.shardOf;
-    // Fan-based initializers see the whole table's shape, not the shard's.
-    const spec = initialValue.fillSpec(shard ? [shard.rows, ...options.shape.slice(1)] : options.shape);
-    const seeded = spec.seed === undefined && spec.kind !== 'constant' ? { ...spec, seed: seedFor(name) } : spec;
-    handle = native.tensorFill(options.shape, device, shard ? { ...seeded, rowStride: shard.stride, rowOffset: shard.offset } : seeded);
+    const whole = shard ? [shard.rows, ...options.shape.slice(1)] : options.shape;
+    const given = initialValue.valuesFor(whole);
+    if (given) {
+      handle = native.tensorFromTypedArray(shard ? shardRows(given, whole, shard) : given, options.shape, device);
+    } else {
+      // Fan-based initializers see the whole table's shape, not the shard's.
+      const spec = initialValue.fillSpec(whole);
+      const seeded = spec.seed === undefined && spec.kind !== 'constant' ? { ...spec, seed: seedFor(name) } : spec;
+      handle = native.tensorFill(options.shape, device, shard ? { ...seeded, rowStride: shard.stride, rowOffset: shard.offset } : seeded);
+    }
   } else if (initialValue instanceof Tensor) {
     if (options.shape && options.shape.join() !== initialValue.shape.join()) {
       throw new RangeError(`variable(${name}): options.shape [${options.shape}] differs from the tensor's [${initialValue.shape}]`);

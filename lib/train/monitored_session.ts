@@ -30,6 +30,7 @@ import { RawFeature, symbolicFeatures, symbolicLabels } from '../graph/symbolic_
 import { checkOptionKeys } from '../option_keys';
 import type { Optimizer } from './optimizer';
 import { TrainOp } from './train_op';
+import { shownValue } from '../shown_value';
 
 export interface SymbolicInputs {
   /** Numeric features as [batch] / [batch, n] tensors; others (ids, strings) for feature columns. */
@@ -107,7 +108,7 @@ export class StopAtStepHook implements SessionRunHook {
     const { lastStep, numSteps } = options;
     if ((lastStep === undefined) === (numSteps === undefined)) throw new Error('StopAtStepHook: give one of lastStep and numSteps');
     for (const [k, v] of [['lastStep', lastStep], ['numSteps', numSteps]] as const) {
-      if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new RangeError(`StopAtStepHook: ${k} must be an integer >= 0, got ${String(v)}`);
+      if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new RangeError(`StopAtStepHook: ${k} must be an integer >= 0, got ${shownValue(v)}`);
     }
     this.lastStep = lastStep;
     this.numSteps = numSteps;
@@ -181,7 +182,7 @@ export class MonitoredSession {
     if (!Array.isArray(hooks)) throw new TypeError('MonitoredTrainingSession: hooks must be an array');
     for (const k of ['saveCheckpointSteps', 'saveCheckpointSecs', 'keepCheckpointMax', 'logStepCountSteps'] as const) {
       const v = options[k];
-      if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new RangeError(`MonitoredTrainingSession: ${k} must be an integer >= 0, got ${String(v)}`);
+      if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new RangeError(`MonitoredTrainingSession: ${k} must be an integer >= 0, got ${shownValue(v)}`);
     }
     if (options.log !== undefined && typeof options.log !== 'function') throw new TypeError('MonitoredTrainingSession: log must be a function');
     this.options = options;

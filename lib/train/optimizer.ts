@@ -10,6 +10,7 @@ import { SymbolicTensor, VariableStore } from '../graph/graph';
 import { denseApply, sparseApply } from '../graph/ops/apply_gradients';
 import { dataParallelGradients } from './data_parallel';
 import { TrainOp } from './train_op';
+import { shownValue } from '../shown_value';
 
 export interface SlotSpec {
   /** TensorFlow's slot name ('accumulator', 'm', ...). */
@@ -189,7 +190,7 @@ export abstract class Optimizer {
 
 /** Throws unless `value` is a finite number meeting `ok`, naming the option. */
 export function checkOption(optimizer: string, option: string, value: unknown, ok: (x: number) => boolean, rule: string): number {
-  if (typeof value !== 'number') throw new TypeError(`${optimizer}: ${option} must be ${rule}, got ${String(value)}`);
-  if (!Number.isFinite(value) || !ok(value)) throw new RangeError(`${optimizer}: ${option} must be ${rule}, got ${String(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`${optimizer}: ${option} must be ${rule}, got ${shownValue(value)}`);
+  if (!Number.isFinite(value) || !ok(value)) throw new RangeError(`${optimizer}: ${option} must be ${rule}, got ${shownValue(value)}`);
   return value;
 }

@@ -12,12 +12,13 @@
 import { DYNAMIC, Feed, Graph, shapeString, SymbolicTensor } from '../graph';
 import { applyOp, applyOpOutputs, defineOp } from '../op_registry';
 import { placeholder } from './sources';
+import { shownValue } from '../../shown_value';
 
 export type WireDType = 'float32' | 'float16' | 'bfloat16';
 
 function checkWorldSize(worldSize: unknown, name: string): number {
   if (!Number.isSafeInteger(worldSize) || (worldSize as number) < 1) {
-    const message = `${name}: worldSize must be an integer >= 1, got ${String(worldSize)}`;
+    const message = `${name}: worldSize must be an integer >= 1, got ${shownValue(worldSize)}`;
     throw typeof worldSize === 'number' ? new RangeError(message) : new TypeError(message);
   }
   return worldSize as number;

@@ -1,11 +1,13 @@
 // tf.losses (TF1): sigmoid cross entropy and mean squared error, reduced as
 // SUM_BY_NONZERO_WEIGHTS (a mean over the batch when no weights are given).
 import { BATCH, shapeString, SymbolicTensor } from '../graph';
+import { labelsMissing } from '../symbolic_features';
 import { applyOp, defineOp } from '../op_registry';
 import { meanOfAll, reshape } from './array';
 import { squaredDifference } from './elementwise';
 import { constant } from './sources';
 import { fixedSize, sameShape } from './shapes';
+import { checkOptionKeys } from '../../option_keys';
 
 export interface LossOptions {
   /** A number, or per-example / per-element weights broadcastable to the losses (TF's rule). */
@@ -15,8 +17,11 @@ export interface LossOptions {
   name?: string;
 }
 
+const LOSS_OPTION_KEYS = ['weights', 'reduction', 'name'] as const;
+
 /** labels shaped like `like` when they hold the same values per example ([batch] vs [batch, 1]). */
 function alignLabels(labels: SymbolicTensor, like: SymbolicTensor, name: string): SymbolicTensor {
+  if (labels === undefined) throw labelsMissing(name);
   if (!(labels instanceof SymbolicTensor)) throw new TypeError(`${name}: labels must be a symbolic tensor (the modelFn's labels)`);
   if (sameShape(labels.shape, like.shape)) return labels;
   const bothBatched = labels.shape.includes(BATCH) && like.shape.includes(BATCH);
@@ -58,6 +63,7 @@ function reduceLoss(values: SymbolicTensor, options: LossOptions, name: string):
 }
 
 export function sigmoidCrossEntropy(labels: SymbolicTensor, logits: SymbolicTensor, options: LossOptions = {}): SymbolicTensor {
+  checkOptionKeys(options, LOSS_OPTION_KEYS, 'losses.sigmoidCrossEntropy');
   const name = options.name ?? 'sigmoid_cross_entropy_loss';
   const z = alignLabels(labels, logits, name);
   const values = applyOp(sigmoidXentDef, [z, logits], {});
@@ -65,6 +71,7 @@ export function sigmoidCrossEntropy(labels: SymbolicTensor, logits: SymbolicTens
 }
 
 export function meanSquaredError(labels: SymbolicTensor, predictions: SymbolicTensor, options: LossOptions = {}): SymbolicTensor {
+  checkOptionKeys(options, LOSS_OPTION_KEYS, 'losses.meanSquaredError');
   const name = options.name ?? 'mean_squared_error';
   const y = alignLabels(labels, predictions, name);
   return reduceLoss(squaredDifference(predictions, y), options, name);

@@ -3,6 +3,7 @@
 // permutation restore_order takes to put rows back in the ids' order.
 import { SymbolicTensor } from '../graph';
 import { applyOpOutputs, defineOp } from '../op_registry';
+import { shownValue } from '../../shown_value';
 
 const partitionByOwnerDef = defineOp({
   name: 'partition_by_owner',
@@ -11,7 +12,7 @@ const partitionByOwnerDef = defineOp({
   outputs: ([ids], attrs, name) => {
     const worldSize = attrs.worldSize as number;
     if (!Number.isSafeInteger(worldSize) || worldSize < 1) {
-      const message = `${name}: worldSize must be an integer >= 1, got ${String(worldSize)}`;
+      const message = `${name}: worldSize must be an integer >= 1, got ${shownValue(worldSize)}`;
       throw typeof worldSize === 'number' ? new RangeError(message) : new TypeError(message);
     }
     if (ids.dtype !== 'int32' && ids.dtype !== 'int64') throw new TypeError(`${name}: ids must be int32 or int64, got ${ids.dtype}`);
