@@ -125,6 +125,25 @@ describe('dynamic tables', () => {
     expect(Array.from(await rowsOf(dynamic.embeddingTable, [7]))).toEqual([0, 0, 0, 0]);
   });
 
+  test('a modelFn that makes its column at each call (train, then eval) uses the first table made', async () => {
+    const made: Array<ReturnType<typeof column>> = [];
+    const modelFn: hb.estimator.ModelFn = (features, labels, mode) => {
+      const col = column();
+      made.push(col);
+      return modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 }))(features, labels, mode, {});
+    };
+    const estimator = new hb.estimator.Estimator({ modelFn, config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false }) });
+    await estimator.train(() => batchesOf([[1, 2], [2, 3]]), { maxSteps: 2 });
+    const evaluated = await estimator.evaluate(() => batchesOf([[1, 2, 3]]));
+    expect(made).toHaveLength(2);
+    // The eval graph read the rows training made (through the first table), not an empty second table.
+    const first = made[0].embeddingTable.stats() as hb.DynamicTableStats;
+    expect(first.rows).toBe(3);
+    expect((made[1].embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(0);
+    expect(first.hits).toBeGreaterThanOrEqual(3 + 1);
+    expect(Number.isFinite(evaluated.loss)).toBe(true);
+  });
+
   test('evaluation reads unseen ids as zeros and inserts nothing', async () => {
     const col = column();
     const estimator = await train(col, [[1, 2, 3]]);
@@ -186,6 +205,84 @@ describe('dynamic tables', () => {
     // Training on from the checkpoint admits a pending id at its next sighting: 3 was seen once.
     await restored.train(() => batchesOf([[3]]), { maxSteps: 4 });
     expect((restoredCol.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(stats.rows + 1);
+  });
+
+  test('delta checkpoints hold the rows changed since the last full one; full + newest delta restores exactly', async () => {
+    const dir = tempDir();
+    const col = column({ embEvictAfterSteps: 2 });
+    const estimator = new hb.estimator.Estimator({
+      modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
+      modelDir: dir,
+      config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, saveCheckpointsSteps: 4, saveDeltaSteps: 1, keepCheckpointMax: 2, tfRandomSeed: 3 }),
+    });
+    // Ids 10..19 in the first step, evicted (unseen for more than 2 steps) in the fourth,
+    // before the full checkpoint at step 4, which holds 1, 2, 3. Then 4 and 5 are made and
+    // 1, 2, 3 evicted: the delta at step 7 holds 4, 5 and says 1, 2, 3 are gone.
+    const steps: Ids[] = [[10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [1, 2], [1, 3], [2, 3], [4], [5], [4, 5]];
+    await estimator.train(() => batchesOf(steps), { maxSteps: steps.length });
+    const listed = (await hb.estimator.listCheckpoints(dir)).map((c) => path.basename(c.path));
+    // Step 1 had no full checkpoint to be a delta of (so it is one); 4 is full and kept as
+    // the base of 7, the newest delta, beyond keepCheckpointMax's rotation.
+    expect(listed).toEqual(['model.ckpt-4.safetensors', 'model.ckpt-7.safetensors']);
+    const full = await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-4.safetensors'));
+    const delta = await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-7.safetensors'));
+    const t = col.embeddingTable.name;
+    expect(delta.metadata.hb_delta_base).toBe('model.ckpt-4.safetensors');
+    expect(full.metadata.hb_delta_base).toBeUndefined();
+    const ints = (c: Awaited<ReturnType<typeof hb.estimator.loadCheckpoint>>, name: string) => Array.from(c.tensors.get(name)!.data as BigInt64Array, Number);
+    expect(ints(full, `${t}/ids`)).toEqual([1, 2, 3]);
+    expect(ints(delta, `${t}/ids`)).toEqual([4, 5]);
+    expect(ints(delta, `${t}/removed_ids`)).toEqual([1, 2, 3]);
+    const live = [4, 5];
+    const rows = await rowsOf(col.embeddingTable, live);
+    // readCheckpoint puts the newest delta over its base: the table as it is now.
+    const read = await hb.estimator.readCheckpoint(dir);
+    expect(read.globalStep).toBe(7);
+    expect(Array.from(read.tensors.get(`${t}/ids`)!.data as BigInt64Array, Number)).toEqual(live);
+    expect(Array.from(read.tensors.get(t)!.data as Float32Array)).toEqual(Array.from(rows));
+    expect(read.tensors.get(`${t}/Adagrad`)!.shape).toEqual([2, DIM]);
+    expect(read.tensors.has(`${t}/removed_ids`)).toBe(false);
+    const restoredCol = column({ embEvictAfterSteps: 2 });
+    const restored = new hb.estimator.Estimator({
+      modelFn: modelFnFor(restoredCol, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
+      modelDir: dir,
+      config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, saveCheckpointsSteps: 100, saveDeltaSteps: 1, keepCheckpointMax: 2 }),
+    });
+    await restored.evaluate(() => batchesOf([[1]]));
+    expect(restored.globalStep).toBe(7);
+    expect(Array.from(await rowsOf(restoredCol.embeddingTable, live))).toEqual(Array.from(rows));
+    expect(Array.from(await rowsOf(restoredCol.embeddingTable, [1, 10]))).toEqual(new Array(2 * DIM).fill(0));
+    expect((restoredCol.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(2);
+    // Trained on from the delta, the next delta is still against step 4 and still says
+    // 1, 2, 3 are gone (restoring 4 + it must not bring them back).
+    await restored.train(() => batchesOf([[6]]), { maxSteps: 8 });
+    const next = await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-8.safetensors'));
+    expect(next.metadata.hb_delta_base).toBe('model.ckpt-4.safetensors');
+    expect(ints(next, `${t}/ids`)).toEqual([4, 5, 6]);
+    expect(ints(next, `${t}/removed_ids`)).toEqual([1, 2, 3]);
+  });
+
+  test('a delta whose base is gone is refused, and the newest full checkpoint restored', async () => {
+    const dir = tempDir();
+    const col = column();
+    const estimator = new hb.estimator.Estimator({
+      modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
+      modelDir: dir,
+      config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, saveCheckpointsSteps: 2, saveDeltaSteps: 1, keepCheckpointMax: 0, tfRandomSeed: 3 }),
+    });
+    await estimator.train(() => batchesOf([[1], [2], [3]]), { maxSteps: 3 });
+    // 1 full (no base yet), 2 full, 3 a delta of 2.
+    expect((await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-3.safetensors'))).metadata.hb_delta_base).toBe('model.ckpt-2.safetensors');
+    fs.rmSync(path.join(dir, 'model.ckpt-2.safetensors'));
+    const lines: string[] = [];
+    const restored = new hb.estimator.Estimator({
+      modelFn: modelFnFor(column(), () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
+      modelDir: dir,
+      config: new hb.estimator.RunConfig({ log: (line) => lines.push(line), progressBar: false }),
+    });
+    await restored.evaluate(() => batchesOf([[1]]));
+    expect(restored.globalStep).toBe(1);
+    expect(lines.join('\n')).toMatch(/model\.ckpt-3\.safetensors is a delta whose base cannot be used/);
   });
 
   test('bad settings are refused naming the column or option', () => {
@@ -270,8 +367,8 @@ describeGloo('a dynamic table sharded over hb-ts launch', () => {
   const env = { HB_DEVICE: 'cpu' };
 
   /** The rows a checkpoint of the worker's model holds for `ids`, restored in this process. */
-  async function restoredRows(modelDir: string, ids: Ids): Promise<{ rows: Float32Array; count: number }> {
-    const col = column();
+  async function restoredRows(modelDir: string, ids: Ids, options: Record<string, unknown> = {}): Promise<{ rows: Float32Array; count: number }> {
+    const col = column(options);
     const estimator = new hb.estimator.Estimator({
       modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.3 })),
       modelDir,
@@ -301,6 +398,29 @@ describeGloo('a dynamic table sharded over hb-ts launch', () => {
     expect(a.count).toBe(reference.rows);
     expect(b.count).toBe(reference.rows);
     // The same sums in another order (per-rank gradients, then the exchange): close, not equal.
+    Array.from(a.rows).forEach((x, i) => expect(x).toBeCloseTo(b.rows[i], 5));
+  }, 120_000);
+
+  test('delta checkpoints of 2 ranks (each its changes and removals) restore into one process as its own do', async () => {
+    const sharded = tempDir();
+    const whole = tempDir();
+    const settings = { worldSize: 2, steps: 5, saveCheckpointsSteps: 3, saveDeltaSteps: 1, evictAfterSteps: 1 };
+    const job = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ ...settings, modelDir: sharded })], { env, timeoutMs: 90_000 });
+    expect(job.stderr).toBe('');
+    expect(job.code).toBe(0);
+    const alone = await runNode([worker, JSON.stringify({ ...settings, modelDir: whole })], { env, timeoutMs: 60_000 });
+    expect(alone.code).toBe(0);
+    const reference = JSON.parse(alone.stdout.slice(alone.stdout.indexOf('RESULT ') + 7));
+    // Step 5 is a delta of step 3 in both, the job's listed by its layout.
+    const layout = JSON.parse(fs.readFileSync(path.join(sharded, 'model.ckpt-5.sharded.json'), 'utf8'));
+    expect(layout.metadata.hb_delta_base).toBe('model.ckpt-3.sharded.json');
+    expect(layout.tensors['id_embedding/embedding_weights/removed_ids']).toMatchObject({ dtype: 'int64', layout: 'concat' });
+    expect((await hb.estimator.loadCheckpoint(path.join(whole, 'model.ckpt-5.safetensors'))).metadata.hb_delta_base).toBe('model.ckpt-3.safetensors');
+    const ids = Array.from({ length: 23 }, (_, k) => BigInt(k - 11) * 1000003n * 1000003n);
+    const a = await restoredRows(sharded, ids, { embEvictAfterSteps: 1 });
+    const b = await restoredRows(whole, ids, { embEvictAfterSteps: 1 });
+    expect(b.count).toBe(reference.rows);
+    expect(a.count).toBe(reference.rows);
     Array.from(a.rows).forEach((x, i) => expect(x).toBeCloseTo(b.rows[i], 5));
   }, 120_000);
 });

@@ -59,6 +59,7 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
   private nativeId?: number;
   private handleTensor?: Tensor;
   private snapshot?: NativeDynamicTableRows;
+  private snapshotIsDelta = false;
 
   constructor(spec: EmbeddingTableSpec, placement: TablePlacement, options: DynamicTableOptions) {
     super(spec, placement);
@@ -165,8 +166,18 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     }
   }
 
+  /**
+   * The table this one is in `graph`: itself, or the table of the same name the model
+   * registered first (a modelFn that makes its columns at each call makes this table
+   * again; the rows, their index and the slots are the first one's).
+   */
+  private inGraph(graph: Graph): DynamicEmbeddingTable {
+    const pool = graph.store.adopt(this.name, () => this.variableOn(), [-1, this.spec.dim]);
+    return pool.slotOwner instanceof DynamicEmbeddingTable ? pool.slotOwner : this;
+  }
+
   override graphVariable(graph: Graph): SymbolicTensor {
-    const pool = graph.store.adopt(this.name, () => this.variableOn());
+    const pool = this.inGraph(graph).variableOn();
     const p = this.placement;
     if (p.kind !== 'local' && graph.world.size !== p.worldSize) {
       throw new Error(`embedding table '${this.name}' is ${p.kind} over ${p.worldSize} ranks but the model is built for a world of ${graph.world.size}`);
@@ -175,6 +186,8 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
   }
 
   override lookupGraph(graph: Graph, ids: SymbolicRagged, options: LookupOptions): SymbolicTensor {
+    const owner = this.inGraph(graph);
+    if (owner !== this) return owner.lookupGraph(graph, ids, options);
     const pool = this.graphVariable(graph);
     const name = options.name ?? this.name;
     const train = graph.mode === 'train';
@@ -212,7 +225,8 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     return [t, `${t}/ids`, `${t}/meta`, `${t}/pending_ids`, `${t}/pending_meta`, ...this.slotVariables.keys()];
   }
 
-  describeDynamic(): DynamicSavedTensor[] {
+  /** The tensors a checkpoint holds for this table (a delta's with `<table>/removed_ids`). */
+  describeDynamic(delta = false): DynamicSavedTensor[] {
     const t = this.name;
     const dim = this.spec.dim;
     return [
@@ -221,17 +235,23 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
       { name: `${t}/meta`, dtype: 'int64', shape: [-1, 3] },
       { name: `${t}/pending_ids`, dtype: 'int64', shape: [-1] },
       { name: `${t}/pending_meta`, dtype: 'int64', shape: [-1, 2] },
+      ...(delta ? [{ name: `${t}/removed_ids`, dtype: 'int64' as const, shape: [-1] }] : []),
       ...[...this.slotVariables.values()].map((s) => ({ name: s.name, dtype: 'float32' as const, shape: s.shape.length === 1 ? [-1] : [-1, dim] })),
     ];
   }
 
-  /** Reads the live rows out (in id order), for the save that follows. */
-  async prepareSave(): Promise<void> {
+  /**
+   * Reads the live rows out (in id order), for the save that follows; `changes`: only
+   * what changed since the last full save (rows updated, ids waiting, ids removed), for
+   * a delta checkpoint.
+   */
+  async prepareSave(changes = false): Promise<void> {
     this.disposeSnapshot();
-    this.snapshot = await native.dynamicTableSnapshot(this.id, false);
+    this.snapshot = await native.dynamicTableSnapshot(this.id, changes);
+    this.snapshotIsDelta = changes;
   }
 
-  /** What prepareSave read, as the checkpoint's tensors. */
+  /** What prepareSave read, as the checkpoint's tensors (a delta's with `<table>/removed_ids`). */
   saveDynamic(): CheckpointTensor[] {
     const s = this.snapshot;
     if (!s) throw new Error(`embedding table '${this.name}': save before prepareSave`);
@@ -243,13 +263,17 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
       data: { tensor: h },
     });
     const slots = [...this.slotVariables.keys()].map((name, k) => entry(name, s.slots[k]!));
-    return [entry(t, s.values), entry(`${t}/ids`, s.ids), entry(`${t}/meta`, s.meta), entry(`${t}/pending_ids`, s.pendingIds), entry(`${t}/pending_meta`, s.pendingMeta), ...slots];
+    const removed = this.snapshotIsDelta ? [entry(`${t}/removed_ids`, s.removedIds)] : [];
+    return [entry(t, s.values), entry(`${t}/ids`, s.ids), entry(`${t}/meta`, s.meta), entry(`${t}/pending_ids`, s.pendingIds), entry(`${t}/pending_meta`, s.pendingMeta), ...removed, ...slots];
   }
 
-  /** The save of step `globalStep` is durable: the snapshot goes. */
-  async saved(globalStep: number): Promise<void> {
+  /**
+   * The save of step `globalStep` is durable: the snapshot goes. A full save is the base
+   * that later deltas are taken against; a delta leaves the base as it was.
+   */
+  async saved(globalStep: number, delta = false): Promise<void> {
     this.disposeSnapshot();
-    await native.dynamicTableMarkSaved(this.id, globalStep);
+    if (!delta) await native.dynamicTableMarkSaved(this.id, globalStep);
   }
 
   private disposeSnapshot(): void {
@@ -262,8 +286,10 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
   /**
    * Restores the rows (this rank's ids, when sharded) from a checkpoint of any world size;
    * resolves to the names read. A slot the checkpoint lacks starts at its initial value.
+   * `delta`: the source holds changes on top of the full checkpoint restored just before
+   * (rows put over it, its removed ids dropped), and that full checkpoint stays the base.
    */
-  async restoreDynamic(source: CheckpointSource, only?: ReadonlySet<string>): Promise<string[]> {
+  async restoreDynamic(source: CheckpointSource, only?: ReadonlySet<string>, delta = false): Promise<string[]> {
     const t = this.name;
     const read = async (name: string) => {
       const entry = source.entries.get(name);
@@ -281,12 +307,15 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
       const meta = (await read(`${t}/meta`))!;
       const pendingIds = await read(`${t}/pending_ids`);
       const pendingMeta = await read(`${t}/pending_meta`);
+      const removedIds = delta ? await read(`${t}/removed_ids`) : null;
+      if (delta && !removedIds) throw new Error(`checkpoint ${source.path} is a delta but has no '${t}/removed_ids'`);
       const slotNames = [...this.slotVariables.keys()];
       const slots = await Promise.all(slotNames.map((n) => (only && !only.has(n) ? null : read(n))));
-      got.push(values, ids, meta, pendingIds, pendingMeta, ...slots);
+      got.push(values, ids, meta, pendingIds, pendingMeta, removedIds, ...slots);
       const { worldSize, rank } = this.placement;
-      await native.dynamicTableRestore(this.id, { ids, values, meta, slots, pendingIds: pendingIds ?? undefined, pendingMeta: pendingMeta ?? undefined }, true, worldSize, rank);
-      await native.dynamicTableMarkSaved(this.id, source.globalStep);
+      const saved = { ids, values, meta, slots, pendingIds: pendingIds ?? undefined, pendingMeta: pendingMeta ?? undefined, removedIds: removedIds ?? undefined };
+      await native.dynamicTableRestore(this.id, saved, !delta, worldSize, rank);
+      if (!delta) await native.dynamicTableMarkSaved(this.id, source.globalStep);
       return [t, `${t}/ids`, `${t}/meta`, ...slotNames.filter((_, k) => slots[k] !== null)];
     } finally {
       for (const h of got) h?.dispose();

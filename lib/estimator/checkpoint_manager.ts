@@ -9,6 +9,7 @@
 // them in a layout once every rank's file is durable (Paddle's "each server saves its own
 // part"). Any checkpoint restores at any world size: tables are described whole and each
 // rank reads the rows it holds (lib/io/checkpoint_source.ts).
+import * as path from 'path';
 import { allgather, allreduce } from '../distribute/collectives';
 import { DynamicEmbeddingTable } from '../embedding/dynamic_table';
 import { EmbeddingTable } from '../embedding/embedding_table';
@@ -17,7 +18,7 @@ import type { Optimizer } from '../train/optimizer';
 import { Variable } from '../tensor/variable';
 import { tensor } from '../tensor/tensor';
 import { CheckpointDType, CheckpointTensor, listCheckpoints, recordShardedCheckpoint, saveCheckpoint, shardFileName, writeCheckpointShard } from '../io/checkpoint_file';
-import { CheckpointSource, latestCheckpointSource, openCheckpoint, OWNER_RULE, SHARDED_FORMAT, ShardedLayout } from '../io/checkpoint_source';
+import { CheckpointSource, DELTA_BASE_KEY, deltaBaseOf, latestCheckpointSource, openCheckpoint, OWNER_RULE, SHARDED_FORMAT, ShardedLayout } from '../io/checkpoint_source';
 
 /** A tensor as a checkpoint describes it: whole (a sharded table's logical shape). */
 export interface SavedTensor {
@@ -37,16 +38,24 @@ export interface CheckpointItem {
   readonly slots: ReadonlyMap<string, string>;
   /** Saved as each rank's shard (a sharded table) rather than whole by rank 0. */
   readonly sharded: boolean;
-  /** Its tensors, whole. */
-  describe(): SavedTensor[];
+  /** Its tensors, whole (`delta`: as a delta checkpoint holds them). */
+  describe(delta?: boolean): SavedTensor[];
   /** What this rank writes of it: its shard's rows, or the whole tensors. */
   save(): CheckpointTensor[];
-  /** Reads the tensors among `wanted` that the checkpoint has; resolves to the names read. */
-  load(source: CheckpointSource, wanted: ReadonlySet<string>): Promise<string[]>;
-  /** Before save(): reads out what save() returns (a dynamic table's live rows). */
-  prepare?(): Promise<void>;
+  /**
+   * Reads the tensors among `wanted` that the checkpoint has; resolves to the names read.
+   * `delta`: the source is a delta checkpoint put over its base, which was loaded first.
+   */
+  load(source: CheckpointSource, wanted: ReadonlySet<string>, delta?: boolean): Promise<string[]>;
+  /**
+   * Saved as changes in a delta checkpoint (a dynamic table: the rows changed since the
+   * last full save); every other item is saved whole in a delta too.
+   */
+  readonly savesChanges?: boolean;
+  /** Before save(): reads out what save() returns (a dynamic table's live rows, or with `delta` its changes). */
+  prepare?(delta: boolean): Promise<void>;
   /** After the checkpoint of `globalStep` is durable. */
-  saved?(globalStep: number): Promise<void>;
+  saved?(globalStep: number, delta: boolean): Promise<void>;
 }
 
 /** `slotOf`: for an optimizer slot, the name of its variable. */
@@ -94,11 +103,12 @@ function dynamicTableItem(table: DynamicEmbeddingTable): CheckpointItem {
       return new Map([...table.slots.keys()].map((slot) => [slot, table.name]));
     },
     sharded: table.isSharded,
-    describe: () => table.describeDynamic().map((t) => ({ ...t, layout: 'concat' as const })),
-    prepare: () => table.prepareSave(),
+    savesChanges: true,
+    describe: (delta) => table.describeDynamic(delta).map((t) => ({ ...t, layout: 'concat' as const })),
+    prepare: (delta) => table.prepareSave(delta),
     save: () => table.saveDynamic(),
-    saved: (step) => table.saved(step),
-    load: async (source, wanted) => (source.entries.has(table.name) ? table.restoreDynamic(source, wanted) : []),
+    saved: (step, delta) => table.saved(step, delta),
+    load: async (source, wanted, delta) => (source.entries.has(table.name) ? table.restoreDynamic(source, wanted, delta) : []),
   };
 }
 
@@ -156,14 +166,20 @@ export function restoreOptimizerState(file: string, saved: string | undefined, o
 export interface OpenedCheckpoint {
   path: string;
   source: CheckpointSource;
+  /** A delta checkpoint's base: the full checkpoint it holds the changes since. */
+  base?: CheckpointSource;
   /** Newer checkpoints that were refused, newest first, with the reason. */
   skipped: Array<{ path: string; error: string }>;
 }
+
+
 
 type Skipped = OpenedCheckpoint['skipped'];
 
 export class CheckpointManager {
   private chosen?: OpenedCheckpoint | null;
+  /** The last full checkpoint written or restored (the base of the next delta), by file name. */
+  private base?: { globalStep: number; file: string };
 
   constructor(
     readonly modelDir: string,
@@ -180,9 +196,35 @@ export class CheckpointManager {
     if (this.chosen === undefined) {
       const found = await latestCheckpointSource(this.modelDir);
       this.logRefused(found?.skipped ?? []);
-      this.chosen = found ? { path: found.source.path, source: found.source, skipped: found.skipped } : null;
+      const newest = found ? { path: found.source.path, source: found.source, skipped: found.skipped } : undefined;
+      this.chosen = (newest && (await this.withBase(newest))) ?? null;
     }
     return this.chosen ?? undefined;
+  }
+
+  /**
+   * `candidate` with its base opened when it is a delta; a delta whose base does not open
+   * (rotated out, corrupt) is refused and the next older checkpoint tried, as a corrupt
+   * one is. undefined when none is left.
+   */
+  private async withBase(candidate: OpenedCheckpoint | undefined): Promise<OpenedCheckpoint | undefined> {
+    while (candidate) {
+      const baseFile = deltaBaseOf(candidate.source);
+      if (baseFile === undefined) return candidate;
+      try {
+        if (path.basename(baseFile) !== baseFile) throw new Error(`its base '${baseFile}' is not a file name`);
+        const base = await openCheckpoint(path.join(this.modelDir, baseFile));
+        if (deltaBaseOf(base) !== undefined) throw new Error(`its base ${baseFile} is a delta itself`);
+        if (base.globalStep >= candidate.source.globalStep) throw new Error(`its base ${baseFile} is not older than it`);
+        return { ...candidate, base };
+      } catch (err) {
+        const refused = { path: candidate.path, error: `Checkpoint ${candidate.path} is a delta whose base cannot be used: ${err instanceof Error ? err.message : String(err)}` };
+        candidate.skipped.push(refused);
+        this.logRefused([refused]);
+        candidate = await this.olderThan(candidate.path, candidate.skipped);
+      }
+    }
+    return undefined;
   }
 
   /**
@@ -199,15 +241,20 @@ export class CheckpointManager {
     const expected = items.flatMap((item) => item.describe());
     const skipped: Skipped = [...candidate.skipped];
     for (;;) {
-      const missing = expected.filter((t) => !candidate!.source.entries.has(t.name)).map((t) => t.name);
+      // A delta and its base must each hold every tensor, as the model has it.
+      const sources = candidate.base ? [candidate.base, candidate.source] : [candidate.source];
+      const missing = [...new Set(sources.flatMap((source) => expected.filter((t) => !source.entries.has(t.name)).map((t) => t.name)))];
       if (missing.length > 0) throw new Error(missingMessage(candidate, missing, items));
-      const misfits = expected.flatMap(({ name, dtype, shape }) => {
-        const entry = candidate!.source.entries.get(name)!;
-        if (entry.dtype !== dtype) return [`'${name}' is ${entry.dtype} but the model's is ${dtype}`];
-        const rowsAny = shape[0] === -1 && entry.shape.length === shape.length;
-        if (rowsAny ? entry.shape.slice(1).join() !== shape.slice(1).join() : entry.shape.join() !== shape.join()) return [`'${name}' has shape [${entry.shape}] but the model's is [${shape}]`];
-        return [];
-      });
+      const misfits = sources.flatMap((source) =>
+        expected.flatMap(({ name, dtype, shape }) => {
+          const entry = source.entries.get(name)!;
+          const which = source === candidate!.base ? ' (in its base)' : '';
+          if (entry.dtype !== dtype) return [`'${name}'${which} is ${entry.dtype} but the model's is ${dtype}`];
+          const rowsAny = shape[0] === -1 && entry.shape.length === shape.length;
+          if (rowsAny ? entry.shape.slice(1).join() !== shape.slice(1).join() : entry.shape.join() !== shape.join()) return [`'${name}'${which} has shape [${entry.shape}] but the model's is [${shape}]`];
+          return [];
+        }),
+      );
       if (misfits.length === 0) {
         this.chosen = { ...candidate, skipped };
         return this.chosen;
@@ -215,7 +262,7 @@ export class CheckpointManager {
       const refused = { path: candidate.path, error: `Checkpoint ${candidate.path} does not fit the model: ${listed(misfits, '; ')}` };
       skipped.push(refused);
       this.logRefused([refused]);
-      candidate = await this.olderThan(candidate.path, skipped);
+      candidate = await this.withBase(await this.olderThan(candidate.path, skipped));
       if (!candidate) {
         // Nothing is chosen: a retry looks again, and fails again unless the files changed.
         this.chosen = undefined;
@@ -224,19 +271,45 @@ export class CheckpointManager {
     }
   }
 
-  /** Reads the tensors of `items` named in `wanted` from `checkpoint`; resolves to the names read. */
+  /**
+   * Reads the tensors of `items` named in `wanted` from `checkpoint` (a delta: what its
+   * base holds of the items saved as changes, then the delta over it); resolves to the
+   * names read. The full checkpoint read becomes the base of the next delta.
+   */
   async restore(checkpoint: OpenedCheckpoint, items: CheckpointItem[], wanted: ReadonlySet<string>): Promise<string[]> {
     const read: string[] = [];
-    for (const item of items) read.push(...(await item.load(checkpoint.source, wanted)));
+    const { base, source } = checkpoint;
+    if (base) for (const item of items) if (item.savesChanges) await item.load(base, wanted, false);
+    for (const item of items) read.push(...(await item.load(source, wanted, base !== undefined)));
+    const full = base ?? source;
+    this.base = { globalStep: full.globalStep, file: path.basename(full.path) };
     return read;
   }
 
-  /** Writes every item's tensors at `globalStep`; resolves to the file written. */
-  async save(globalStep: number, items: CheckpointItem[], metadata: Record<string, string>): Promise<string> {
-    for (const item of items) await item.prepare?.();
+  /**
+   * Whether a save at `globalStep` asked for as a delta can be one: a full checkpoint of
+   * this run (written or restored) is there to be its base, and some item saves changes.
+   */
+  private deltaBase(globalStep: number, items: CheckpointItem[], delta: boolean): { globalStep: number; file: string } | undefined {
+    if (!delta || !items.some((item) => item.savesChanges)) return undefined;
+    return this.base && this.base.globalStep < globalStep ? this.base : undefined;
+  }
+
+  /**
+   * Writes every item's tensors at `globalStep`; resolves to the file written. `delta`:
+   * a delta checkpoint against the last full one (a full one when there is none yet).
+   */
+  async save(globalStep: number, items: CheckpointItem[], metadata: Record<string, string>, delta = false): Promise<string> {
+    const base = this.deltaBase(globalStep, items, delta);
+    for (const item of items) await item.prepare?.(base !== undefined);
     const tensors = items.flatMap((item) => item.save());
-    const info = await saveCheckpoint(this.modelDir, globalStep, tensors, { keepMax: this.options.keepMax, metadata });
-    for (const item of items) await item.saved?.(globalStep);
+    const info = await saveCheckpoint(this.modelDir, globalStep, tensors, {
+      keepMax: this.options.keepMax,
+      metadata: base ? { ...metadata, [DELTA_BASE_KEY]: base.file } : metadata,
+      keep: base ? [base.file] : [],
+    });
+    for (const item of items) await item.saved?.(globalStep, base !== undefined);
+    if (!base) this.base = { globalStep, file: path.basename(info.path) };
     return info.path;
   }
 
@@ -245,10 +318,13 @@ export class CheckpointManager {
    * learns that every rank's is durable (or which could not write), then rank 0 lists
    * them in the step's layout; resolves, on every rank, once the checkpoint is complete.
    */
-  async saveSharded(globalStep: number, items: CheckpointItem[], metadata: Record<string, string>, world: GraphWorld): Promise<string> {
+  async saveSharded(globalStep: number, items: CheckpointItem[], metadata: Record<string, string>, world: GraphWorld, delta = false): Promise<string> {
     const { size: W, rank } = world;
+    // Every rank saved and restored the same checkpoints, so every rank picks the same base.
+    const base = this.deltaBase(globalStep, items, delta);
+    if (base) metadata = { ...metadata, [DELTA_BASE_KEY]: base.file };
     const ours = items.filter((item) => item.sharded || rank === 0);
-    for (const item of ours) await item.prepare?.();
+    for (const item of ours) await item.prepare?.(base !== undefined);
     const mine = ours.flatMap((item) => item.save());
     let written: { sha256: string; bytes: number } | undefined;
     let failure: Error | undefined;
@@ -292,11 +368,11 @@ export class CheckpointManager {
           const words = Array.from(all.subarray(r * WORDS + 1, r * WORDS + 9), (w) => (w >>> 0).toString(16).padStart(8, '0'));
           return { file: shardFileName(globalStep, r, W), sha256: words.join(''), bytes: (all[r * WORDS + 9] >>> 0) * 2 ** 32 + (all[r * WORDS + 10] >>> 0) };
         }),
-        tensors: Object.fromEntries(items.flatMap((item) => item.describe().map((t) => [t.name, { dtype: t.dtype, shape: t.shape, layout: t.layout ?? (item.sharded ? 'sharded' : 'whole') }] as const))),
+        tensors: Object.fromEntries(items.flatMap((item) => item.describe(base !== undefined).map((t) => [t.name, { dtype: t.dtype, shape: t.shape, layout: t.layout ?? (item.sharded ? 'sharded' : 'whole') }] as const))),
         metadata,
       };
       try {
-        await recordShardedCheckpoint(this.modelDir, globalStep, JSON.stringify(layout, null, 1) + '\n', this.options.keepMax, W);
+        await recordShardedCheckpoint(this.modelDir, globalStep, JSON.stringify(layout, null, 1) + '\n', this.options.keepMax, W, base ? [base.file] : []);
       } catch (error) {
         listed = error as Error;
       }
@@ -306,7 +382,8 @@ export class CheckpointManager {
     const outcome = (await (await allreduce(tensor(Int32Array.of(listed ? 1 : 0), [1], 'int32', { device: 'cpu' }), { op: 'max' })).data()) as Int32Array;
     if (listed) throw listed;
     if (outcome[0] !== 0) throw new Error(`checkpoint at step ${globalStep} was not written: rank 0 could not write its layout (see its error); the previous checkpoint stays the latest`);
-    for (const item of ours) await item.saved?.(globalStep);
+    for (const item of ours) await item.saved?.(globalStep, base !== undefined);
+    if (!base) this.base = { globalStep, file: name };
     return `${this.modelDir}/${name}`;
   }
 

@@ -188,9 +188,11 @@ export class Estimator {
    * Writes every variable and optimizer slot to modelDir at the current global step.
    * Nothing is written before the restore succeeded (the model's initial values would go
    * out as the checkpoint's step and rotate the good ones away), nor while nothing has
-   * trained since it: that state is the checkpoint restored, already on disk.
+   * trained since it: that state is the checkpoint restored, already on disk. `delta`:
+   * a delta checkpoint against the last full one (RunConfig.saveDeltaSteps), or a full
+   * one when there is no full one yet or no dynamic table to save changes of.
    */
-  async saveCheckpoint(): Promise<string | undefined> {
+  async saveCheckpoint(delta = false): Promise<string | undefined> {
     if (!this.checkpoints) return undefined;
     await this.restoreGlobalStep();
     await this.restoreNewVariables();
@@ -199,8 +201,8 @@ export class Estimator {
     if (items.length === 0) throw new Error('saveCheckpoint: nothing to save yet: no model has been built (train, evaluate or predict first)');
     const metadata = { optimizer_state: JSON.stringify(this.model.optimizers().map((o) => o.scalarState())) };
     // Under a job every rank writes its part at this same step (the loop agreed on it).
-    if (this.world.size > 1) return this.checkpoints.saveSharded(this.step, items, metadata, this.world);
-    return this.checkpoints.save(this.step, items, metadata);
+    if (this.world.size > 1) return this.checkpoints.saveSharded(this.step, items, metadata, this.world, delta);
+    return this.checkpoints.save(this.step, items, metadata, delta);
   }
 
   /**
@@ -286,7 +288,7 @@ export class Estimator {
           this.step++;
           this.restoredStep = undefined;
         },
-        saveCheckpoint: () => this.saveCheckpoint(),
+        saveCheckpoint: (delta) => this.saveCheckpoint(delta),
       },
       built,
       first.value,

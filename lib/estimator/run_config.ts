@@ -9,7 +9,14 @@ export interface RunConfigInit {
   saveCheckpointsSteps?: number;
   /** Default 600, when saveCheckpointsSteps is not set. */
   saveCheckpointsSecs?: number;
-  /** Default 5; 0 keeps every checkpoint. */
+  /**
+   * Also save a delta checkpoint every N steps between the full ones: the dynamic tables'
+   * rows changed since the last full checkpoint (and the ids removed since), every other
+   * variable whole. A restore reads the last full checkpoint, then the newest delta.
+   * Default: none.
+   */
+  saveDeltaSteps?: number;
+  /** Default 5; 0 keeps every checkpoint. A delta's base is kept while the delta is. */
   keepCheckpointMax?: number;
   /** Default 100: loss and throughput logged every N steps. */
   logStepCountSteps?: number;
@@ -37,11 +44,12 @@ function nonNegativeInteger(value: unknown, name: string): number {
   return value;
 }
 
-const RUN_CONFIG_KEYS = ['saveCheckpointsSteps', 'saveCheckpointsSecs', 'keepCheckpointMax', 'logStepCountSteps', 'log', 'progressBar', 'device', 'tfRandomSeed'] satisfies ReadonlyArray<keyof RunConfigInit>;
+const RUN_CONFIG_KEYS = ['saveCheckpointsSteps', 'saveCheckpointsSecs', 'saveDeltaSteps', 'keepCheckpointMax', 'logStepCountSteps', 'log', 'progressBar', 'device', 'tfRandomSeed'] satisfies ReadonlyArray<keyof RunConfigInit>;
 
 export class RunConfig {
   readonly saveCheckpointsSteps?: number;
   readonly saveCheckpointsSecs?: number;
+  readonly saveDeltaSteps?: number;
   readonly keepCheckpointMax: number;
   readonly logStepCountSteps: number;
   readonly log: (line: string) => void;
@@ -56,6 +64,10 @@ export class RunConfig {
     }
     if (init.saveCheckpointsSteps !== undefined) this.saveCheckpointsSteps = nonNegativeInteger(init.saveCheckpointsSteps, 'saveCheckpointsSteps');
     else this.saveCheckpointsSecs = init.saveCheckpointsSecs === undefined ? 600 : nonNegativeInteger(init.saveCheckpointsSecs, 'saveCheckpointsSecs');
+    if (init.saveDeltaSteps !== undefined) {
+      this.saveDeltaSteps = nonNegativeInteger(init.saveDeltaSteps, 'saveDeltaSteps');
+      if (this.saveDeltaSteps === 0) throw new RangeError('RunConfig: saveDeltaSteps must be an integer >= 1, got 0 (leave it out for no deltas)');
+    }
     if (init.tfRandomSeed !== undefined) this.tfRandomSeed = nonNegativeInteger(init.tfRandomSeed, 'tfRandomSeed');
     this.keepCheckpointMax = init.keepCheckpointMax === undefined ? 5 : nonNegativeInteger(init.keepCheckpointMax, 'keepCheckpointMax');
     this.logStepCountSteps = init.logStepCountSteps === undefined ? 100 : nonNegativeInteger(init.logStepCountSteps, 'logStepCountSteps');

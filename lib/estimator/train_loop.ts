@@ -35,7 +35,8 @@ export interface TrainLoopHost {
   globalStep(): number;
   /** Called after each successful step. */
   advance(): void;
-  saveCheckpoint(): Promise<string | undefined>;
+  /** `delta`: a delta checkpoint (RunConfig.saveDeltaSteps) rather than a full one. */
+  saveCheckpoint(delta?: boolean): Promise<string | undefined>;
 }
 
 /**
@@ -111,9 +112,11 @@ export async function runTrainLoop(
       const now = settleDecisions({ evaluate: evaluateWhen?.() ?? false, stop: hookStop, save: timed }, result.value.agreed, requests);
       const due = byStep !== undefined ? byStep > 0 && step % byStep === 0 : now.save;
       const pause: TrainStop['reason'] | undefined = now.stop ? 'hook' : now.evaluate ? 'evaluate' : undefined;
-      if (due && host.savesCheckpoints) {
-        progress.line(`saved ${await host.saveCheckpoint()}`);
-        lastSave = Date.now();
+      // Deltas are counted in steps too, so every rank of a job saves the same ones.
+      const deltaDue = !due && config.saveDeltaSteps !== undefined && step % config.saveDeltaSteps === 0;
+      if ((due || deltaDue) && host.savesCheckpoints) {
+        progress.line(`saved ${await host.saveCheckpoint(deltaDue)}`);
+        if (due) lastSave = Date.now();
         lastSavedStep = step;
       }
       if (pause) {

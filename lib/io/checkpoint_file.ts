@@ -172,7 +172,8 @@ export function isShardedLayoutName(name: string): boolean {
 
 /**
  * Writes model.ckpt-<globalStep>.safetensors and updates the manifest; deletes
- * checkpoints beyond keepMax (oldest first; keepMax 0 or undefined = keep all), but never
+ * checkpoints beyond keepMax (oldest first; keepMax 0 or undefined = keep all; never the
+ * file names in `keep`), but never
  * one of a later global step than this one. The first save into a directory in this
  * process also removes temp files that killed saves left there (see sweepStaleTemps).
  * The typed arrays must not change until the returned promise settles: they are written
@@ -184,7 +185,7 @@ export async function saveCheckpoint(
   modelDir: string,
   globalStep: number,
   tensors: CheckpointTensor[],
-  options: { keepMax?: number; metadata?: Record<string, string> } = {},
+  options: { keepMax?: number; metadata?: Record<string, string>; keep?: string[] } = {},
 ): Promise<CheckpointInfo> {
   assertLittleEndian();
   if (typeof globalStep !== 'number' || !Number.isSafeInteger(globalStep) || globalStep < 0) {
@@ -203,7 +204,7 @@ export async function saveCheckpoint(
     await fsp.mkdir(modelDir, { recursive: true });
     const name = checkpointFileName(globalStep);
     await writeAtomically(modelDir, name, (fh, file) => writeSafetensors(fh, file, layout, globalStep, userMetadata));
-    await recordInManifest(modelDir, name, globalStep, keepMax);
+    await recordInManifest(modelDir, name, globalStep, keepMax, options.keep ?? []);
     return { path: path.join(modelDir, name), globalStep };
   });
 }
@@ -236,19 +237,22 @@ export async function writeCheckpointShard(
  * lists it in the manifest, rotating old checkpoints out as saveCheckpoint does (with
  * their shards). Called by rank 0 once every shard is durable.
  */
-export async function recordShardedCheckpoint(modelDir: string, globalStep: number, text: string, keepMax = 0, worldSize?: number): Promise<CheckpointInfo> {
+export async function recordShardedCheckpoint(modelDir: string, globalStep: number, text: string, keepMax = 0, worldSize?: number, keep: string[] = []): Promise<CheckpointInfo> {
   return exclusive(path.resolve(modelDir), async () => {
     const name = shardedLayoutName(globalStep);
     await writeAtomically(modelDir, name, (fh) => writeAll(fh, Buffer.from(text, 'utf8'), 0));
-    await recordInManifest(modelDir, name, globalStep, keepMax);
+    await recordInManifest(modelDir, name, globalStep, keepMax, keep);
     // The step saved again by a job of another size: its old files are no one's now.
     if (worldSize !== undefined) await removeShards(modelDir, globalStep, worldSize);
     return { path: path.join(modelDir, name), globalStep };
   });
 }
 
-/** Makes `name` (written and durable) the newest checkpoint; rotates beyond keepMax. */
-async function recordInManifest(modelDir: string, name: string, globalStep: number, keepMax: number): Promise<void> {
+/**
+ * Makes `name` (written and durable) the newest checkpoint; rotates beyond keepMax, but
+ * never the checkpoints in `keep` (the base a delta checkpoint is restored over).
+ */
+async function recordInManifest(modelDir: string, name: string, globalStep: number, keepMax: number, keep: readonly string[] = []): Promise<void> {
   // Saving a step again replaces it, and moves it to the newest place: order is the
   // order of saving, as with TensorFlow's CheckpointManager, not of step.
   const previous = (await existingCheckpoints(modelDir)).map((c) => path.basename(c.path));
@@ -261,7 +265,7 @@ async function recordInManifest(modelDir: string, name: string, globalStep: numb
     const dropped = new Set<string>();
     for (const n of all) {
       if (excess === 0) break;
-      if (n === name || stepOf(n) > globalStep) continue;
+      if (n === name || stepOf(n) > globalStep || keep.includes(n)) continue;
       dropped.add(n);
       excess--;
     }

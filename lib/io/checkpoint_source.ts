@@ -31,6 +31,18 @@ import {
   verifyCheckpoint,
 } from './checkpoint_file';
 
+/**
+ * A delta checkpoint names its base (the file the manifest lists for it) in its metadata:
+ * it holds every item whole but the dynamic tables, which hold the rows changed since the
+ * base and the ids removed since. Deltas are cumulative: each is against the last full
+ * checkpoint, so a restore reads the base, then the newest delta, and no chain between.
+ */
+export const DELTA_BASE_KEY = 'hb_delta_base';
+
+export function deltaBaseOf(source: { metadata: Record<string, string> }): string | undefined {
+  return source.metadata[DELTA_BASE_KEY];
+}
+
 export const SHARDED_FORMAT = 'hb-ts-sharded/1';
 export const OWNER_RULE = 'row floormod worldSize';
 

@@ -597,7 +597,14 @@ void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int6
     lruHead_ = lruTail_ = -1;
     for (int64_t row : order) lruPushFront(row);
   }
-  removedSinceSave_.clear();
+  // A full restore is a new base; a restore of changes on top of one keeps the ids it
+  // removed, so that the next snapshot of changes (against the same base) lists them too.
+  if (replace) {
+    removedSinceSave_.clear();
+  } else if (tracksRemovals_ && saved.removedIds.buffer) {
+    const int64_t* removed = saved.removedIds.data<int64_t>();
+    removedSinceSave_.insert(removedSinceSave_.end(), removed, removed + saved.removedIds.size());
+  }
 }
 
 namespace {
