@@ -5,7 +5,6 @@
 import * as hb from '../lib';
 
 const fc = hb.featureColumn;
-const m = hb.math;
 
 async function main(): Promise<void> {
   const tables = [
@@ -22,41 +21,26 @@ async function main(): Promise<void> {
   const item = fc.categoricalColumnWithIdentity('item', 20_000);
   const tags = fc.categoricalColumnWithIdentity('tags', 2_000);
   const i1 = fc.bucketizedColumn(fc.numericColumn('I1'), [1, 3, 10, 30, 100]);
-  // Wide: one weight per id (a 1-wide embedding summed is a linear model), and a cross.
-  const wide = [
-    fc.embeddingColumn(user, 1, { combiner: 'sum' }),
-    fc.embeddingColumn(item, 1, { combiner: 'sum' }),
-    fc.embeddingColumn(fc.crossedColumn([i1, 'tags'], 10_000), 1, { combiner: 'sum' }),
-  ];
-  const deep = [
-    fc.embeddingColumn(user, 16),
-    fc.embeddingColumn(item, 16),
-    fc.embeddingColumn(tags, 8, { combiner: 'mean' }),
-    fc.indicatorColumn(i1),
-  ];
-
-  const modelFn: hb.estimator.ModelFn = (features, labels, mode) => {
-    const wideLogit = m.reduceSum(fc.DenseFeatures(wide)(features), 1, true);
-    let h = fc.DenseFeatures(deep)(features);
-    for (const units of [64, 32]) h = hb.layers.dense(h, units, { activation: 'relu' });
-    const logits = m.add(wideLogit, hb.layers.dense(h, 1));
-    const probs = hb.nn.sigmoid(logits);
-    if (mode === hb.estimator.ModeKeys.PREDICT) return hb.estimator.EstimatorSpec({ mode, predictions: { probs } });
-    const y = labels as hb.SymbolicTensor;
-    const loss = hb.losses.sigmoidCrossEntropy(y, logits);
-    if (mode === hb.estimator.ModeKeys.EVAL) return hb.estimator.EstimatorSpec({ mode, loss, evalMetricOps: { auc: hb.metrics.auc(y, probs) } });
-    // FTRL for the wide tables, Adagrad for the rest, as TF's DNNLinearCombinedClassifier.
-    const wideVars = wide.map((c) => c.variable);
-    const deepVars = hb.train.trainableVariables().filter((v) => !wideVars.includes(v));
-    return hb.estimator.EstimatorSpec({
-      mode,
-      loss,
-      trainOp: [
-        new hb.train.FtrlOptimizer({ learningRate: 0.1 }).minimize(loss, { varList: wideVars }),
-        new hb.train.AdagradOptimizer({ learningRate: 0.05 }).minimize(loss, { varList: deepVars }),
+  // hb.models.wideAndDeepModelFn: a linear part with one weight per id of each
+  // categorical input (and a cross of bucketized I1 with the tags), plus an MLP over
+  // their embeddings and the one-hot buckets; FTRL for the linear part, Adagrad for the
+  // rest, as TF's DNNLinearCombinedClassifier.
+  const modelFn = hb.models.wideAndDeepModelFn({
+    inputs: {
+      numeric: [fc.indicatorColumn(i1)],
+      categorical: [
+        { column: user, dimension: 16 },
+        { column: item, dimension: 16 },
+        { column: tags, dimension: 8, embedding: { combiner: 'mean' } },
+        { column: fc.crossedColumn([i1, 'tags'], 10_000), dimension: 8 },
       ],
-    });
-  };
+      embeddingDim: 16,
+    },
+    hiddenUnits: [64, 32],
+    makeOptimizer: () => new hb.train.AdagradOptimizer({ learningRate: 0.05 }),
+    makeWideOptimizer: () => new hb.train.FtrlOptimizer({ learningRate: 0.1 }),
+    seed: 1,
+  });
 
   const estimator = new hb.estimator.Estimator({ modelFn, config: new hb.estimator.RunConfig({ logStepCountSteps: 50 }) });
   const result = await hb.estimator.trainAndEvaluate(

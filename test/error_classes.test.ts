@@ -132,6 +132,20 @@ describe('Error: the right kind of argument with a wrong value', () => {
     await expectClass(() => estimator.train(inputFn as never, { maxSteps: 1 }), 'TypeError', /labels is undefined: the input's batches have no labels.*labelField/);
   });
 
+  test('two embedding columns of one categorical column with different dimensions are refused, not silently one table', async () => {
+    const user = fc.categoricalColumnWithIdentity('user', 10);
+    const wide = fc.embeddingColumn(user, 1);
+    const deep = fc.embeddingColumn(user, 4);
+    const modelFn = ((features: Record<string, unknown>, labels: unknown, mode: hb.estimator.Mode) => {
+      const x = hb.math.concat([fc.DenseFeatures([wide])(features) as hb.SymbolicTensor, fc.DenseFeatures([deep])(features) as hb.SymbolicTensor], 1);
+      const loss = hb.losses.sigmoidCrossEntropy(labels as hb.SymbolicTensor, hb.layers.dense(x, 1));
+      return hb.estimator.EstimatorSpec({ mode, loss, trainOp: new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss) });
+    }) as hb.estimator.ModelFn;
+    const estimator = new hb.estimator.Estimator({ modelFn, config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false }) });
+    const inputFn = () => [{ features: { user: BigInt64Array.of(1n, 2n) }, labels: Float32Array.of(0, 1) }];
+    await expectClass(() => estimator.train(inputFn, { maxSteps: 1 }), 'Error', /two embedding tables are named 'user_embedding\/embedding_weights' in one model, \[10,1\] and \[10,4\]/);
+  });
+
   test('an unknown name among allowed strings', async () => {
     await expectClass(() => hb.metrics.auc([1, 0], [0.5, 0.5], { curve: 'XY' as never }), 'Error', /curve must be 'ROC' or 'PR', got "XY"/);
   });

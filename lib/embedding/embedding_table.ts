@@ -161,7 +161,7 @@ export class EmbeddingTable implements SlotOwner {
    * world.
    */
   graphVariable(graph: Graph): SymbolicTensor {
-    const rows = graph.store.adopt(this.name, () => this.variableOn(graph.device));
+    const rows = graph.store.adopt(this.name, () => this.variableOn(graph.device), [this.localRows, this.spec.dim]);
     if (rows.device !== 'cpu' && rows.device !== graph.device) {
       throw new Error(`embedding table '${this.name}' is on ${rows.device} but the model runs on ${graph.device}; use embDevice: 'cpu' or '${graph.device}'`);
     }

@@ -83,10 +83,25 @@ export class VariableStore {
     return made;
   }
 
-  /** Registers a variable made elsewhere (an embedding column's table) under `name`. */
-  adopt(name: string, made: () => Variable): Variable {
+  /**
+   * Registers a variable made elsewhere (an embedding column's table) under `name`. A
+   * table made again under the same name (a modelFn making its columns at each call)
+   * gets the registered variable, as TF's variables are found by name; one of another
+   * shape (`shape`, its width: two embedding columns of one categorical column with
+   * different dimensions) is refused rather than read as the other.
+   */
+  adopt(name: string, made: () => Variable, shape?: readonly number[]): Variable {
     const existing = this.variables.get(name);
-    if (existing) return existing;
+    if (existing) {
+      // shape[0] -1: any number of rows (a dynamic table's pool).
+      if (shape !== undefined && (existing.shape.slice(1).join() !== shape.slice(1).join() || (shape[0] >= 0 && existing.shape[0] !== shape[0]))) {
+        throw new Error(
+          `two embedding tables are named '${name}' in one model, [${existing.shape}] and [${shape}] (two embedding columns of one ` +
+            'categorical column with different dimensions or bucket counts): give each its own categorical column',
+        );
+      }
+      return existing;
+    }
     const v = made();
     this.variables.set(name, v);
     return v;
