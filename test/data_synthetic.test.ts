@@ -1,7 +1,7 @@
 // hb.data.Dataset.synthetic: determinism, the power-law id distribution, hotness, and
 // labels that a model can learn.
 import * as hb from '../lib';
-import { collect } from './support/data';
+import { collect, rowsOf } from './support/data';
 
 function concatIds(batches: hb.data.Batch[], name: string): { ids: number[]; lengths: number[] } {
   const ids: number[] = [];
@@ -63,6 +63,13 @@ describe('Dataset.synthetic', () => {
     expect(b).toEqual(a);
     expect(Array.from(c.labels as Float32Array)).not.toEqual(Array.from(a.labels as Float32Array));
     expect(Array.from((c.features.user as hb.Ragged).values as BigInt64Array)).not.toEqual(Array.from((a.features.user as hb.Ragged).values as BigInt64Array));
+  });
+
+  test('a small dataset split many ways gives every partition rows, each row once', async () => {
+    const whole = rowsOf(await collect(hb.data.Dataset.synthetic(criteoLike(3, 10)).batch(10)));
+    const parts = await Promise.all([0, 1, 2, 3].map(async (partitionIndex) => rowsOf(await collect(hb.data.Dataset.synthetic({ ...criteoLike(3, 10), partitionCount: 4, partitionIndex }).batch(10)))));
+    for (const part of parts) expect(part.length).toBeGreaterThan(0);
+    expect(parts.flat()).toEqual(whole);
   });
 
   test('fixed and variable hotness', async () => {

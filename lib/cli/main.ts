@@ -13,56 +13,105 @@ import { trainAndEvaluate } from '../estimator/train_and_evaluate';
 import { launch, LaunchOptions } from '../distribute/launch';
 import { context, shutdown } from '../distribute/process_group';
 import { dlrmModelFn } from '../models/dlrm';
-import { AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer } from '../train/optimizers';
-import { readTrainConfig, TrainConfig } from './train_config';
+import * as fc from '../feature_column';
+import type { ModelFn } from '../estimator/estimator';
+import type { InputFn } from '../estimator/input';
+import { readTrainConfig, settingsHelp, TrainConfig } from './train_config';
+import { defaultFeatures, filesInput, filesOf, formatOf, modelFnOf, modelInputsOf, optimizerOf } from './train_on_files';
+
+const MODEL_TITLES: Record<TrainConfig['model'], string> = { dlrm: 'DLRM', wideAndDeep: 'Wide & Deep', deepFM: 'DeepFM', dcn: 'DCN-v2' };
 
 async function train(configFile: string | undefined): Promise<void> {
   const config: TrainConfig = readTrainConfig(configFile);
-  const tables = config.tables.map((t) => ({ ...t, hotness: t.hotness }));
   // Under hb-ts launch: one rank of a job (batchSize is each rank's; rank 0 reports).
   const job = context();
   const W = job.worldSize;
   const say = job.rank === 0 ? (line: string) => console.log(line) : () => undefined;
-  // One planted model (one seed) for training and evaluation; its rows split in two
-  // halves so evaluation is on held-out rows, each half split between the ranks.
-  const synthetic = (half: number) => () =>
-    data.Dataset.synthetic({ numDense: config.numDense, tables, numSamples: 2 * config.trainSamples, seed: config.seed, partitionCount: 2 * W, partitionIndex: half * W + job.rank })
-      .batch(config.batchSize)
-      .prefetch(2);
-  const makeOptimizer = () =>
-    config.optimizer === 'adam'
-      ? new AdamOptimizer({ learningRate: config.learningRate })
-      : config.optimizer === 'sgd'
-        ? new GradientDescentOptimizer({ learningRate: config.learningRate })
-        : new AdagradOptimizer({ learningRate: config.learningRate });
-  const modelFn = dlrmModelFn({
-    denseFeatures: Array.from({ length: config.numDense }, (_, i) => `I${i + 1}`),
-    tables: config.tables.map((t) => ({ name: t.name, numBuckets: t.vocabularySize })),
-    embeddingDim: config.embeddingDim,
-    bottomMlp: config.bottomMlp,
-    topMlp: config.topMlp,
-    makeOptimizer,
-    seed: config.seed,
-  });
-  const estimator = new Estimator({ modelFn, modelDir: config.modelDir, config: new RunConfig({ logStepCountSteps: 50, saveCheckpointsSteps: config.modelDir ? 500 : undefined, tfRandomSeed: config.seed }) });
-  const maxSteps = config.maxSteps ?? Math.max(1, Math.floor(config.trainSamples / (config.batchSize * W)));
-  const where = W > 1 ? `${W} processes (batch ${config.batchSize} each) on ${estimator.device}` : estimator.device;
-  say(`hb-ts train: DLRM, ${config.tables.length} tables x ${config.embeddingDim}, bottom [${config.bottomMlp}], top [${config.topMlp}], batch ${config.batchSize}, ${maxSteps} steps on ${where}, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
+  const where = `hb-ts train: ${configFile ?? 'defaults'}`;
+  let run: { modelFn: ModelFn; trainInput: InputFn; evalInput?: InputFn; maxSteps?: number; evalSteps?: number; what: string };
+  if (config.trainFiles) {
+    const trainFiles = filesOf(config.trainFiles, config.baseDir, 'trainFiles', where);
+    const evalFiles = config.evalFiles ? filesOf(config.evalFiles, config.baseDir, 'evalFiles', where) : undefined;
+    const format = formatOf(config, trainFiles);
+    const features = config.features ?? defaultFeatures(format, where);
+    const inputs = modelInputsOf(features, config, where);
+    let modelFn: ModelFn;
+    try {
+      modelFn = modelFnOf(config, inputs);
+    } catch (error) {
+      throw new Error(`${where}: ${(error as Error).message}`);
+    }
+    run = {
+      modelFn,
+      trainInput: filesInput(trainFiles, format, features, config, config.epochs),
+      evalInput: evalFiles ? filesInput(evalFiles, format, features, config, 1) : undefined,
+      maxSteps: config.maxSteps,
+      evalSteps: config.evalSteps,
+      what: `${MODEL_TITLES[config.model]} on ${trainFiles.length} ${format} file${trainFiles.length > 1 ? 's' : ''} (${inputs.numeric.length} numeric, ${inputs.categorical.length} categorical features), ${config.epochs} epoch${config.epochs > 1 ? 's' : ''}`,
+    };
+  } else {
+    const tables = config.tables.map((t) => ({ ...t, hotness: t.hotness }));
+    // One planted model (one seed) for training and evaluation; its rows split in two
+    // halves so evaluation is on held-out rows, each half split between the ranks.
+    const synthetic = (half: number) => () =>
+      data.Dataset.synthetic({ numDense: config.numDense, tables, numSamples: 2 * config.trainSamples, seed: config.seed, partitionCount: 2 * W, partitionIndex: half * W + job.rank })
+        .batch(config.batchSize)
+        .prefetch(2);
+    const modelFn =
+      config.model === 'dlrm'
+        ? dlrmModelFn({
+            denseFeatures: Array.from({ length: config.numDense }, (_, i) => `I${i + 1}`),
+            tables: config.tables.map((t) => ({ name: t.name, numBuckets: t.vocabularySize })),
+            embeddingDim: config.embeddingDim,
+            bottomMlp: config.bottomMlp,
+            topMlp: config.topMlp,
+            makeOptimizer: optimizerOf(config.optimizer, config.learningRate),
+            seed: config.seed,
+          })
+        : modelFnOf(config, {
+            numeric: Array.from({ length: config.numDense }, (_, i) => fc.numericColumn(`I${i + 1}`)),
+            categorical: config.tables.map((t) => ({ column: fc.categoricalColumnWithIdentity(t.name, t.vocabularySize), embedding: { combiner: 'sum' } })),
+            embeddingDim: config.embeddingDim,
+            numericTransform: 'log1p',
+          });
+    run = {
+      modelFn,
+      trainInput: synthetic(0),
+      evalInput: synthetic(1),
+      maxSteps: config.maxSteps ?? Math.max(1, Math.floor(config.trainSamples / (config.batchSize * W))),
+      evalSteps: config.evalSteps ?? Math.max(1, Math.ceil(config.evalSamples / (config.batchSize * W))),
+      what:
+        `${MODEL_TITLES[config.model]}, ${config.tables.length} tables x ${config.embeddingDim}, ` +
+        (config.model === 'dlrm' ? `bottom [${config.bottomMlp}], top [${config.topMlp}]` : config.model === 'dcn' ? `${config.crossLayers} cross layers, [${config.hiddenUnits}]` : `[${config.hiddenUnits}]`) +
+        ' on generated Criteo-like data',
+    };
+  }
+  const estimator = new Estimator({ modelFn: run.modelFn, modelDir: config.modelDir, config: new RunConfig({ logStepCountSteps: 50, saveCheckpointsSteps: config.modelDir ? 500 : undefined, tfRandomSeed: config.seed }) });
+  const onWhat = W > 1 ? `${W} processes (batch ${config.batchSize} each) on ${estimator.device}` : estimator.device;
+  const steps = run.maxSteps !== undefined ? `${run.maxSteps} steps` : 'until the input ends';
+  say(`hb-ts train: ${run.what}, batch ${config.batchSize}, ${steps} on ${onWhat}, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
   // Steps restored from modelDir were trained by an earlier run: not counted in samples/s.
   const restoredStep = await estimator.restoreGlobalStep();
   const started = Date.now();
-  const result = await trainAndEvaluate(
-    estimator,
-    new TrainSpec({ inputFn: synthetic(0), maxSteps }),
-    new EvalSpec({ inputFn: synthetic(1), steps: Math.max(1, Math.ceil(config.evalSamples / (config.batchSize * W))) }),
-    { evalEveryNIter: config.evalEveryNIter },
-  );
+  let outcome: string;
+  if (run.evalInput) {
+    const result = await trainAndEvaluate(
+      estimator,
+      new TrainSpec({ inputFn: run.trainInput, maxSteps: run.maxSteps }),
+      new EvalSpec({ inputFn: run.evalInput, steps: run.evalSteps }),
+      { evalEveryNIter: config.evalEveryNIter },
+    );
+    // The evaluation is over every rank's rows: one loss and AUC for the job.
+    outcome = `eval loss ${result.loss.toFixed(5)}, eval AUC ${result.auc.toFixed(4)}`;
+  } else {
+    await estimator.train(run.trainInput, { maxSteps: run.maxSteps });
+    outcome = 'no evalFiles, no evaluation';
+  }
   const seconds = (Date.now() - started) / 1000;
   const trained = estimator.globalStep - restoredStep;
   const resumed = restoredStep > 0 ? ` (resumed at step ${restoredStep})` : '';
   const over = W > 1 ? ` over ${W} processes` : '';
-  // The evaluation is over every rank's rows: one loss and AUC for the job.
-  say(`done: eval loss ${result.loss.toFixed(5)}, eval AUC ${result.auc.toFixed(4)}, ${trained} steps${resumed} in ${seconds.toFixed(1)} s (with evaluations), ${Math.round((trained * config.batchSize * W) / seconds)} samples/s${over}`);
+  say(`done: ${outcome}, ${trained} steps${resumed} in ${seconds.toFixed(1)} s${run.evalInput ? ' (with evaluations)' : ''}, ${Math.round((trained * config.batchSize * W) / seconds)} samples/s${over}`);
   if (W > 1) await shutdown();
 }
 
@@ -108,8 +157,9 @@ export async function main(argv: string[]): Promise<void> {
   withLaunchOptions(
     program
       .command('train')
-      .argument('[config]', 'a JSON file of settings (see lib/cli/train_config.ts); default: DLRM on generated data')
-      .description('train a model and print loss, AUC and throughput (--nproc-per-node N: on N local processes)'),
+      .argument('[config]', 'a JSON file of settings (listed below); default: DLRM on generated data')
+      .description('train a model and print loss, AUC and throughput (--nproc-per-node N: on N local processes)')
+      .addHelpText('after', `\nSettings of the config file (a JSON object; every one optional):\n${settingsHelp()}`),
   ).action(async (config: string | undefined, flags: Partial<LaunchFlags>) => {
     // A launcher when asked for workers and not one itself.
     if (flags.nprocPerNode !== undefined && process.env.RANK === undefined && (flags.nprocPerNode > 1 || (flags.nnodes ?? 1) > 1)) {

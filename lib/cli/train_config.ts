@@ -1,72 +1,276 @@
-// `hb-ts train [config.json]`: what to train and on what. Every field has a default,
-// so `hb-ts train` alone trains DLRM on generated Criteo-like data with a planted signal.
+// `hb-ts train [config.json]`: what to train and on what. Every setting has a default, so
+// `hb-ts train` alone trains DLRM on generated Criteo-like data with a planted signal;
+// `trainFiles` switches to the user's files (Criteo TSV or Parquet), described by
+// `features`, for any of the ready-made models. SETTINGS is both the check and the help.
 import * as fs from 'fs';
+import * as path from 'path';
+import { closestKey } from '../option_keys';
+import { shownValue } from '../shown_value';
+
+export type ModelName = 'dlrm' | 'wideAndDeep' | 'deepFM' | 'dcn';
+export type OptimizerName = 'adagrad' | 'adam' | 'sgd' | 'ftrl';
+export type DataFormat = 'criteo-tsv' | 'parquet';
+
+/** How one input column becomes a feature column. */
+export type FeatureSpec =
+  | { type: 'numeric'; normalizer?: 'log1p' | 'none'; default?: number }
+  | (CategoricalSpecBase & { type: 'hashed'; hashBucketSize: number; dtype?: 'string' | 'int32' | 'int64' })
+  | (CategoricalSpecBase & { type: 'vocabulary'; vocabulary?: Array<string | number>; vocabularyFile?: string; numOovBuckets?: number; defaultValue?: number; dtype?: 'string' | 'int32' | 'int64' })
+  | (CategoricalSpecBase & { type: 'identity'; numBuckets?: number; defaultValue?: number });
+
+export interface CategoricalSpecBase {
+  /** This feature's embedding dimension (default: embeddingDim). */
+  embeddingDim?: number;
+  combiner?: 'sum' | 'mean' | 'sqrtn';
+  /** Any of HybridBackend's emb* options (embBackend, embDevice, embSharded, ...). */
+  [embOption: `emb${string}`]: unknown;
+}
 
 export interface TrainConfig {
-  model: 'dlrm';
+  model: ModelName;
+  // The user's data (without trainFiles: generated data).
+  trainFiles?: string[];
+  evalFiles?: string[];
+  format?: DataFormat;
+  labelField: string;
+  features?: Record<string, FeatureSpec>;
+  // Generated data.
   numDense: number;
   /** One table per categorical feature. */
   tables: Array<{ name: string; vocabularySize: number; hotness: number | [number, number]; alpha: number }>;
+  trainSamples: number;
+  evalSamples: number;
+  // The model.
   embeddingDim: number;
   bottomMlp: number[];
   topMlp: number[];
+  hiddenUnits: number[];
+  crossLayers: number;
+  // Training.
   batchSize: number;
-  trainSamples: number;
-  evalSamples: number;
   maxSteps?: number;
+  epochs: number;
   evalEveryNIter?: number;
-  optimizer: 'adagrad' | 'adam' | 'sgd';
+  evalSteps?: number;
+  optimizer: OptimizerName;
   learningRate: number;
+  wideOptimizer: OptimizerName;
+  wideLearningRate: number;
   modelDir?: string;
   seed: number;
+  /** Where relative paths in the file are taken from (its folder; the working directory without a file). */
+  baseDir: string;
 }
 
 export const defaultTrainConfig: TrainConfig = {
   model: 'dlrm',
+  labelField: 'label',
   numDense: 13,
   tables: Array.from({ length: 26 }, (_, i) => ({ name: `C${i + 1}`, vocabularySize: 10_000, hotness: 1, alpha: 1.1 })),
+  trainSamples: 1_000_000,
+  evalSamples: 20_000,
   embeddingDim: 16,
   bottomMlp: [64, 16],
   topMlp: [64, 32],
+  hiddenUnits: [256, 128],
+  crossLayers: 2,
   batchSize: 1024,
-  trainSamples: 1_000_000,
-  evalSamples: 20_000,
+  epochs: 1,
   evalEveryNIter: 250,
   optimizer: 'adagrad',
   learningRate: 0.1,
+  wideOptimizer: 'ftrl',
+  wideLearningRate: 0.1,
   seed: 1,
+  baseDir: '.',
 };
 
-const KEYS = new Set(Object.keys(defaultTrainConfig).concat(['maxSteps', 'modelDir']));
+/** Every setting, in the order `hb-ts train --help` lists them. */
+export const SETTINGS: ReadonlyArray<{ key: Exclude<keyof TrainConfig, 'baseDir'>; help: string }> = [
+  { key: 'model', help: "'dlrm' (default), 'wideAndDeep', 'deepFM' or 'dcn' (DCN-v2)" },
+  { key: 'trainFiles', help: 'glob or list of globs of training files, relative to the config file; without it: generated Criteo-like data' },
+  { key: 'evalFiles', help: 'glob(s) of evaluation files (default: none, training only)' },
+  { key: 'format', help: "'criteo-tsv' or 'parquet' (default: parquet when every file ends in .parquet)" },
+  { key: 'labelField', help: "the label column (default 'label'; Criteo TSV's first field)" },
+  {
+    key: 'features',
+    help:
+      '{ column: spec } for the files: {"type":"numeric","normalizer":"log1p"|"none","default":0}, ' +
+      '{"type":"hashed","hashBucketSize":N}, {"type":"vocabulary","vocabulary":[...]|"vocabularyFile":"path","numOovBuckets":N}, ' +
+      '{"type":"identity","numBuckets":N} (no numBuckets: a dynamic table); categorical specs also take embeddingDim, combiner and ' +
+      'any emb* option. Default for criteo-tsv: I1..I13 numeric log1p, C1..C26 hashed into 100000 buckets',
+  },
+  { key: 'numDense', help: 'generated data: dense features I1..In (default 13)' },
+  { key: 'tables', help: 'generated data: [{ name, vocabularySize, hotness, alpha }] (default 26 tables of 10000)' },
+  { key: 'trainSamples', help: 'generated data: training rows (default 1000000)' },
+  { key: 'evalSamples', help: 'generated data: evaluation rows (default 20000)' },
+  { key: 'embeddingDim', help: 'embedding dimension (default 16)' },
+  { key: 'bottomMlp', help: 'dlrm: bottom MLP sizes, ending at embeddingDim (default [64, 16])' },
+  { key: 'topMlp', help: 'dlrm: top MLP sizes (default [64, 32])' },
+  { key: 'hiddenUnits', help: 'wideAndDeep, deepFM, dcn: the deep MLP sizes (default [256, 128])' },
+  { key: 'crossLayers', help: 'dcn: cross layers (default 2)' },
+  { key: 'batchSize', help: "examples per step (each rank's under --nproc-per-node; default 1024)" },
+  { key: 'maxSteps', help: 'stop at this global step (default: generated data: trainSamples / batchSize; files: after epochs)' },
+  { key: 'epochs', help: 'files: passes over trainFiles (default 1)' },
+  { key: 'evalEveryNIter', help: 'evaluate every N steps (default 250)' },
+  { key: 'evalSteps', help: 'evaluation batches per evaluation (default: all of evalFiles / evalSamples)' },
+  { key: 'optimizer', help: "'adagrad' (default), 'adam' (lazy), 'sgd' or 'ftrl'" },
+  { key: 'learningRate', help: 'default 0.1' },
+  { key: 'wideOptimizer', help: "wideAndDeep, deepFM: the linear part's optimizer (default 'ftrl', as TF's DNNLinearCombinedClassifier)" },
+  { key: 'wideLearningRate', help: 'default 0.1' },
+  { key: 'modelDir', help: 'checkpoints (resumed when present), relative to the config file' },
+  { key: 'seed', help: 'initial values, and the generated data (default 1)' },
+];
+
+const KNOWN = SETTINGS.map((s) => s.key as string);
+const MODELS: readonly ModelName[] = ['dlrm', 'wideAndDeep', 'deepFM', 'dcn'];
+const OPTIMIZERS: readonly OptimizerName[] = ['adagrad', 'adam', 'sgd', 'ftrl'];
+const FEATURE_KEYS: Record<FeatureSpec['type'], readonly string[]> = {
+  numeric: ['type', 'normalizer', 'default'],
+  hashed: ['type', 'hashBucketSize', 'dtype', 'embeddingDim', 'combiner'],
+  vocabulary: ['type', 'vocabulary', 'vocabularyFile', 'numOovBuckets', 'defaultValue', 'dtype', 'embeddingDim', 'combiner'],
+  identity: ['type', 'numBuckets', 'defaultValue', 'embeddingDim', 'combiner'],
+};
+
+/** The help text of the settings, one per line. */
+export function settingsHelp(): string {
+  const width = Math.max(...SETTINGS.map((s) => s.key.length));
+  return SETTINGS.map((s) => `  ${s.key.padEnd(width)}  ${s.help}`).join('\n');
+}
 
 export function readTrainConfig(file?: string): TrainConfig {
-  if (!file) return { ...defaultTrainConfig };
+  if (!file) return { ...defaultTrainConfig, baseDir: process.cwd() };
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(`hb-ts train: cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (error) {
-    throw new Error(`hb-ts train: cannot read ${file}: ${(error as Error).message}`);
+    throw new Error(`hb-ts train: ${file} is not JSON: ${(error as Error).message}`);
   }
+  const where = `hb-ts train: ${file}`;
   // As for arguments: a JSON value of the wrong type is a TypeError, a wrong value of the
   // right type an Error.
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new TypeError(`hb-ts train: ${file} must hold a JSON object`);
-  for (const key of Object.keys(parsed)) {
-    if (!KEYS.has(key)) throw new Error(`hb-ts train: ${file}: unknown setting '${key}' (known: ${[...KEYS].join(', ')})`);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new TypeError(`${where} must hold a JSON object`);
+  const given = parsed as Record<string, unknown>;
+  for (const key of Object.keys(given)) {
+    if (KNOWN.includes(key)) continue;
+    const meant = closestKey(key, KNOWN);
+    throw new Error(`${where}: unknown setting '${key}'${meant ? ` (did you mean '${meant}'?)` : ''}; see hb-ts train --help for every setting`);
   }
-  const config = { ...defaultTrainConfig, ...(parsed as Partial<TrainConfig>) };
-  if (config.model !== 'dlrm') {
-    const message = `hb-ts train: ${file}: model must be 'dlrm'`;
-    throw typeof config.model === 'string' ? new Error(message) : new TypeError(message);
+  const check = new SettingChecker(where, given);
+  const config: TrainConfig = { ...defaultTrainConfig, baseDir: path.dirname(path.resolve(file)) };
+  config.model = check.oneOf('model', MODELS) ?? config.model;
+  config.trainFiles = check.globs('trainFiles');
+  config.evalFiles = check.globs('evalFiles');
+  config.format = check.oneOf('format', ['criteo-tsv', 'parquet'] as const);
+  config.labelField = check.string('labelField') ?? config.labelField;
+  config.features = check.features('features');
+  config.numDense = check.integer('numDense', 0) ?? config.numDense;
+  if (given.tables !== undefined) {
+    if (!Array.isArray(given.tables)) throw new TypeError(`${where}: tables must be an array of { name, vocabularySize, hotness, alpha }, got ${shownValue(given.tables)}`);
+    config.tables = given.tables as TrainConfig['tables'];
   }
-  if (!['adagrad', 'adam', 'sgd'].includes(config.optimizer)) {
-    const message = `hb-ts train: ${file}: optimizer must be 'adagrad', 'adam' or 'sgd'`;
-    throw typeof config.optimizer === 'string' ? new Error(message) : new TypeError(message);
-  }
-  for (const k of ['numDense', 'embeddingDim', 'batchSize', 'trainSamples', 'evalSamples', 'seed'] as const) {
-    if (!Number.isSafeInteger(config[k]) || config[k] < (k === 'numDense' || k === 'seed' ? 0 : 1)) {
-      const message = `hb-ts train: ${file}: ${k} must be a positive integer`;
-      throw typeof config[k] === 'number' ? new Error(message) : new TypeError(message);
+  for (const key of ['trainSamples', 'evalSamples', 'embeddingDim', 'batchSize', 'epochs', 'crossLayers'] as const) config[key] = check.integer(key, 1) ?? config[key];
+  for (const key of ['bottomMlp', 'topMlp', 'hiddenUnits'] as const) config[key] = check.sizes(key) ?? config[key];
+  config.maxSteps = check.integer('maxSteps', 0);
+  config.evalEveryNIter = check.integer('evalEveryNIter', 1) ?? config.evalEveryNIter;
+  config.evalSteps = check.integer('evalSteps', 1);
+  config.optimizer = check.oneOf('optimizer', OPTIMIZERS) ?? config.optimizer;
+  config.wideOptimizer = check.oneOf('wideOptimizer', OPTIMIZERS) ?? config.wideOptimizer;
+  config.learningRate = check.positive('learningRate') ?? config.learningRate;
+  config.wideLearningRate = check.positive('wideLearningRate') ?? config.wideLearningRate;
+  const modelDir = check.string('modelDir');
+  config.modelDir = modelDir === undefined ? undefined : path.resolve(config.baseDir, modelDir);
+  config.seed = check.integer('seed', 0) ?? config.seed;
+  if (config.trainFiles === undefined) {
+    for (const key of ['evalFiles', 'format', 'features', 'epochs'] as const) {
+      if (given[key] !== undefined) throw new Error(`${where}: ${key} is a setting for files, but trainFiles is not set (without it hb-ts train uses generated data)`);
     }
   }
+  if (config.model === 'dlrm' && config.bottomMlp[config.bottomMlp.length - 1] !== config.embeddingDim) {
+    throw new Error(`${where}: bottomMlp must end at embeddingDim (${config.embeddingDim}) for dlrm, got [${config.bottomMlp}]`);
+  }
   return config;
+}
+
+/** Reads one setting at a time, each error naming the file and the setting. */
+class SettingChecker {
+  constructor(
+    private readonly where: string,
+    private readonly given: Record<string, unknown>,
+  ) {}
+
+  private fail(key: string, expected: string, value: unknown, wrongType: boolean): never {
+    const message = `${this.where}: ${key} must be ${expected}, got ${shownValue(value)}`;
+    throw wrongType ? new TypeError(message) : new Error(message);
+  }
+
+  oneOf<T extends string>(key: string, allowed: readonly T[]): T | undefined {
+    const v = this.given[key];
+    if (v === undefined) return undefined;
+    if (!allowed.includes(v as T)) this.fail(key, allowed.map((a) => `'${a}'`).join(', '), v, typeof v !== 'string');
+    return v as T;
+  }
+
+  string(key: string): string | undefined {
+    const v = this.given[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string' || v === '') this.fail(key, 'a non-empty string', v, typeof v !== 'string');
+    return v;
+  }
+
+  integer(key: string, min: number): number | undefined {
+    const v = this.given[key];
+    if (v === undefined) return undefined;
+    if (!Number.isSafeInteger(v) || (v as number) < min) this.fail(key, `an integer >= ${min}`, v, typeof v !== 'number');
+    return v as number;
+  }
+
+  positive(key: string): number | undefined {
+    const v = this.given[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) this.fail(key, 'a number > 0', v, typeof v !== 'number');
+    return v;
+  }
+
+  sizes(key: string): number[] | undefined {
+    const v = this.given[key];
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v) || v.length === 0 || !v.every((u) => Number.isSafeInteger(u) && u >= 1)) this.fail(key, 'a non-empty array of integers >= 1', v, !Array.isArray(v));
+    return v as number[];
+  }
+
+  globs(key: string): string[] | undefined {
+    const v = this.given[key];
+    if (v === undefined) return undefined;
+    const list = typeof v === 'string' ? [v] : v;
+    if (!Array.isArray(list) || list.length === 0 || !list.every((g) => typeof g === 'string' && g !== '')) this.fail(key, 'a glob or a non-empty array of globs', v, !Array.isArray(list));
+    return list as string[];
+  }
+
+  features(key: string): Record<string, FeatureSpec> | undefined {
+    const v = this.given[key];
+    if (v === undefined) return undefined;
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || Object.keys(v).length === 0) this.fail(key, '{ column: spec } with at least one column', v, true);
+    for (const [column, spec] of Object.entries(v as Record<string, unknown>)) {
+      const at = `${key}.${column}`;
+      if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) this.fail(at, 'a spec object ({ "type": ... })', spec, true);
+      const type = (spec as { type?: unknown }).type as FeatureSpec['type'];
+      const known = FEATURE_KEYS[type];
+      if (known === undefined) this.fail(`${at}.type`, "'numeric', 'hashed', 'vocabulary' or 'identity'", type, typeof type !== 'string');
+      for (const option of Object.keys(spec as object)) {
+        // emb* options are checked by embeddingColumn, with its names and values.
+        if (known.includes(option) || (type !== 'numeric' && option.startsWith('emb') && option !== 'embeddingDim')) continue;
+        const meant = closestKey(option, known);
+        throw new Error(`${this.where}: ${at}: unknown option '${option}'${meant ? ` (did you mean '${meant}'?)` : ''}; a ${type} feature takes ${known.map((k) => `'${k}'`).join(', ')}${type === 'numeric' ? '' : ' and emb* options'}`);
+      }
+    }
+    return v as Record<string, FeatureSpec>;
+  }
 }

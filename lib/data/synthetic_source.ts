@@ -98,9 +98,12 @@ export function syntheticSource(options: SyntheticOptions): SourceDescription {
     credits: 4,
     labelField: task.labelField,
     plan: async () => {
+      // Rows depend on their index only, so the blocks can be cut small enough that every
+      // partition gets rows (a small dataset read by several ranks, or split in halves).
+      const rowsPerBlock = options.blockRows !== undefined ? blockRows : Math.max(1, Math.min(blockRows, Math.ceil(numSamples / partitionCount)));
       const units: SyntheticUnit[] = [];
-      for (let first = 0; first < numSamples; first += blockRows) {
-        units.push({ index: units.length, firstRow: first, rows: Math.min(blockRows, numSamples - first) });
+      for (let first = 0; first < numSamples; first += rowsPerBlock) {
+        units.push({ index: units.length, firstRow: first, rows: Math.min(rowsPerBlock, numSamples - first) });
       }
       return { task, units };
     },

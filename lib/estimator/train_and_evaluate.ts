@@ -5,6 +5,7 @@
 import { Estimator, EvaluateResult } from './estimator';
 import { Batch, batchesOf } from './input';
 import { EvalSpec, TrainSpec } from './specs';
+import { shownValue } from '../shown_value';
 
 export async function trainAndEvaluate(
   estimator: Estimator,
@@ -17,10 +18,17 @@ export async function trainAndEvaluate(
   if (!(evalSpec instanceof EvalSpec)) throw new TypeError('trainAndEvaluate: evalSpec must be an hb.estimator.EvalSpec');
   const every = options.evalEveryNIter;
   if (every !== undefined && (!Number.isSafeInteger(every) || every < 1)) {
-    const message = `trainAndEvaluate: evalEveryNIter must be an integer >= 1, got ${String(every)}`;
+    const message = `trainAndEvaluate: evalEveryNIter must be an integer >= 1, got ${shownValue(every)}`;
     throw typeof every === 'number' ? new RangeError(message) : new TypeError(message);
   }
-  const evaluate = () => estimator.evaluate(evalSpec.inputFn, { steps: evalSpec.steps, name: evalSpec.name });
+  // An evaluation at the step the last one was at would only repeat it (training paused
+  // for it, then found its input ended): the final evaluation reuses it.
+  let last: EvaluateResult | undefined;
+  const evaluate = async () => {
+    if (last !== undefined && last.globalStep === estimator.globalStep) return last;
+    last = await estimator.evaluate(evalSpec.inputFn, { steps: evalSpec.steps, name: evalSpec.name });
+    return last;
+  };
   const input = batchesOf(trainSpec.inputFn, 'trainAndEvaluate');
   // A batch read but not trained on (training paused for an evaluation) goes first next time.
   let leftover: Batch | undefined;
