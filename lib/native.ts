@@ -152,6 +152,8 @@ export interface NativeAddon {
   /** A float32 tensor whose fill is queued on its device. */
   tensorFill(shape: number[], device: string, spec: NativeFillSpec): NativeTensorHandle;
   tensorData(tensor: NativeTensorHandle): Promise<TypedArray>;
+  /** A host tensor's values now (waits for the CPU queue); a device tensor is refused. */
+  tensorDataSync(tensor: NativeTensorHandle): TypedArray;
   tensorClone(tensor: NativeTensorHandle): Promise<NativeTensorHandle>;
   /** Copies `source` into `destination` (same dtype and size), queued on the destination's device. */
   tensorAssign(destination: NativeTensorHandle, source: NativeTensorHandle): Promise<void>;

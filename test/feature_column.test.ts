@@ -113,7 +113,7 @@ describe('categoricalColumnWithHashBucket', () => {
     expect(() => col.transform({ wire: [1.5] as number[] })).toThrow(/'wire'.*1.5/);
     expect(() => fc.categoricalColumnWithHashBucket('wire', 0)).toThrow(/hashBucketSize/);
     expect(() => fc.categoricalColumnWithHashBucket('', 3)).toThrow(/key/);
-    expect(() => col.transform({ wire: hb.tensor([1, 2], [2], 'int32') })).toThrow(/synchronous/);
+    expect(() => col.transform({ wire: hb.tensor([1, 2], [2], 'int32', { device: 'cpu' }) })).toThrow(/'wire' holds integers but the column's dtype is string/);
   });
 });
 
@@ -129,6 +129,22 @@ describe('categoricalColumnWithIdentity', () => {
     expect(ids(r)).toEqual([0, 1, 0]);
     expect(splits(r)).toEqual([0, 1, 1, 2, 3]);
     expect(r.values.constructor.name).toBe('BigInt64Array');
+  });
+
+  it('takes a host hb.Tensor [batch, n] as a dense block, dropping -1 as TF does for dense input', async () => {
+    const col = fc.categoricalColumnWithIdentity('aaa', 3);
+    const block = hb.tensor(BigInt64Array.from([0n, -1n, 2n, 1n]), [2, 2], 'int64', { device: 'cpu' });
+    const r = col.transform({ aaa: block });
+    expect(ids(r)).toEqual([0, 2, 1]);
+    expect(splits(r)).toEqual([0, 1, 3]);
+    // Values still being written (queued behind other work) are read once written.
+    const pending = await hb.tensor(Int32Array.from([1, -1]), [2], 'int32', { device: 'cpu' }).clone();
+    expect(ids(col.transform({ aaa: pending }))).toEqual([1]);
+    expect(() => col.transform({ aaa: hb.tensor(Float32Array.of(1), [1], 'float32', { device: 'cpu' }) })).toThrow(/'aaa' holds floats/);
+    expect(() => col.transform({ aaa: hb.tensor(Int32Array.of(1), [1, 1, 1], 'int32', { device: 'cpu' }) })).toThrow(/'aaa' is a tensor of shape \[1, 1, 1\]/);
+    const price = fc.numericColumn('price', { shape: [2] });
+    expect(Array.from(price.transform({ price: hb.tensor([[1, 2], [3, 4]], undefined, undefined, { device: 'cpu' }) }))).toEqual([1, 2, 3, 4]);
+    expect(() => price.transform({ price: hb.tensor([1, 2, 3], undefined, undefined, { device: 'cpu' }) })).toThrow(/'price' has 1 values per example, the column takes 2/);
   });
 
   it('refuses ids outside [0, numBuckets) without a default, as TF 1.15 asserts', async () => {

@@ -53,11 +53,17 @@ export function toFloat32(values: Float32Array | Float64Array | Int32Array | Big
   return new Float32Array(values as Float64Array | Int32Array);
 }
 
-function tensorNotAccepted(column: string, key: string): never {
-  throw new TypeError(
-    `feature column '${column}': feature '${key}' is an hb.Tensor; transform() is synchronous, so pass its values ` +
-      '(await t.data()) or use DenseFeatures, which reads tensors first',
-  );
+/**
+ * A [batch] or [batch, n] host tensor as a dense block, read now (transform() is
+ * synchronous; DenseFeatures reads tensors before). A dense input, so a categorical
+ * column drops its -1s as TF drops a dense tensor's ignore value.
+ */
+function tensorBlock(t: Tensor, column: string, key: string): DenseBlock {
+  if (t.rank !== 1 && t.rank !== 2) throw new RangeError(`feature column '${column}': feature '${key}' is a tensor of shape [${t.shape.join(', ')}]; a feature tensor is [batch] or [batch, n]`);
+  if (t.device !== 'cpu') {
+    throw new TypeError(`feature column '${column}': feature '${key}' is a tensor on ${t.device}; transform() reads host tensors only: pass await t.data(), or use DenseFeatures`);
+  }
+  return new DenseBlock(native.tensorDataSync(t.handle) as DenseBlock['values'], t.rank === 2 ? t.shape[1] : 1);
 }
 
 function isRaggedStrings(value: unknown): value is RaggedStrings {
@@ -125,7 +131,7 @@ export function rawIdsOf(input: FeatureInput, column: string, key: string): RawI
   if (input instanceof StringColumn) return stringsFrom(input, regularSplits(input.length, 1), true);
   if (input instanceof Ragged) return { kind: 'ints', values: input.values, rowSplits: input.rowSplits, dense: false };
   if (isRaggedStrings(input)) return stringsFrom(input.values, input.rowSplits, false);
-  if (input instanceof Tensor) tensorNotAccepted(column, key);
+  if (input instanceof Tensor) return denseBlockIds(tensorBlock(input, column, key), column, key);
   const dtype = dtypeOfTypedArray(input);
   if (dtype === 'int32' || dtype === 'int64') {
     const ints = input as Int32Array | BigInt64Array;
@@ -169,7 +175,9 @@ export class DenseBlock {
 }
 
 export function denseBlockIds(block: DenseBlock, column: string, key: string): RawIds {
-  if (block.values instanceof Float32Array || block.values instanceof Float64Array) {
+  // By dtype: arrays made by the addon fail instanceof checks against this realm's classes.
+  const dtype = dtypeOfTypedArray(block.values);
+  if (dtype === 'float32' || dtype === 'float64') {
     throw new TypeError(`feature column '${column}': feature '${key}' holds floats; categorical features take strings or integers`);
   }
   return { kind: 'ints', values: block.values, rowSplits: regularSplits(block.values.length / block.width, block.width), dense: true };
@@ -185,7 +193,7 @@ export function numericValuesOf(input: FeatureInput | DenseBlock, width: number,
     if (input.width !== width) throw new RangeError(`feature column '${column}': feature '${key}' has ${input.width} values per example, the column takes ${width}`);
     values = toFloat32(input.values);
   } else if (input instanceof Tensor) {
-    tensorNotAccepted(column, key);
+    return numericValuesOf(tensorBlock(input, column, key), width, column, key, defaultValue);
   } else if (input instanceof StringColumn || input instanceof Ragged || isRaggedStrings(input)) {
     throw new TypeError(`feature column '${column}': feature '${key}' must be numbers with ${width} per example, not ${input.constructor.name}`);
   } else if (dtypeOfTypedArray(input) !== undefined) {

@@ -1,6 +1,7 @@
 // Creating, reading, copying and disposing tensors.
 #include <cmath>
 #include <cstring>
+#include <future>
 
 #include "native/binding/arguments.h"
 #include "native/binding/async_task.h"
@@ -147,6 +148,30 @@ Napi::Value tensorData(const Napi::CallbackInfo& info) {
       [result, destination](Napi::Env) -> Napi::Value { return result->Value(); }));
 }
 
+// tensorDataSync(handle): a host tensor's values now, after every operation queued before
+// it on the CPU queue; the JS thread waits for them (a feature block read inside a
+// synchronous transform, as tfjs's dataSync). A device tensor is refused: await tensorData.
+Napi::Value tensorDataSync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Tensor source = TensorHandle::unwrap(info[0], "tensor");
+  HB_CHECK_CODE(!source.device().isCuda(), Device, "tensorDataSync: the tensor is on ", source.device().str(),
+                "; read it with await tensor.data()");
+  Napi::TypedArray array = newTypedArray(env, source.dtype, size_t(source.size()));
+  Tensor destination = viewTypedArray(array, "destination", &source.dtype);
+  std::promise<void> copied;
+  std::future<void> done = copied.get_future();
+  submitToDevice(Device::cpu(), [&source, &destination, &copied] {
+    try {
+      std::memcpy(destination.buffer->data(), source.buffer->data(), source.bytes());
+      copied.set_value();
+    } catch (...) {
+      copied.set_exception(std::current_exception());
+    }
+  });
+  done.get();
+  return array;
+}
+
 // tensorClone(handle): a promise of a new tensor with a copy of the values, on the
 // same device. The benchmarks time it as the memory-copy baseline.
 Napi::Value tensorClone(const Napi::CallbackInfo& info) {
@@ -180,6 +205,7 @@ void exportTensor(Napi::Env env, Napi::Object exports) {
   exports.Set("tensorCopy", Napi::Function::New(env, guarded<tensorCopy>, "tensorCopy"));
   exports.Set("tensorFill", Napi::Function::New(env, guarded<tensorFill>, "tensorFill"));
   exports.Set("tensorData", Napi::Function::New(env, guarded<tensorData>, "tensorData"));
+  exports.Set("tensorDataSync", Napi::Function::New(env, guarded<tensorDataSync>, "tensorDataSync"));
   exports.Set("tensorAssign", Napi::Function::New(env, guarded<tensorAssign>, "tensorAssign"));
   exports.Set("tensorClone", Napi::Function::New(env, guarded<tensorClone>, "tensorClone"));
 }
