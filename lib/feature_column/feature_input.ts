@@ -180,7 +180,7 @@ export function denseBlockIds(block: DenseBlock, column: string, key: string): R
   if (dtype === 'float32' || dtype === 'float64') {
     throw new TypeError(`feature column '${column}': feature '${key}' holds floats; categorical features take strings or integers`);
   }
-  return { kind: 'ints', values: block.values, rowSplits: regularSplits(block.values.length / block.width, block.width), dense: true };
+  return { kind: 'ints', values: block.values as Int32Array | BigInt64Array, rowSplits: regularSplits(block.values.length / block.width, block.width), dense: true };
 }
 
 /**
