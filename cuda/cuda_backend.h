@@ -21,6 +21,8 @@ bool compiled();
 // The number of usable devices; 0 with the reason in *whyNone when there are none.
 int deviceCount(std::string* whyNone);
 std::string deviceName(int device);
+// Free and total bytes of device memory now (cudaMemGetInfo).
+void memoryInfo(int device, size_t* freeBytes, size_t* totalBytes);
 
 // Called once by each device's executor thread.
 void bindThreadToDevice(int device);

@@ -32,6 +32,11 @@ std::string deviceName(int device) {
   return properties.name;
 }
 
+void memoryInfo(int device, size_t* freeBytes, size_t* totalBytes) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaMemGetInfo(freeBytes, totalBytes), "cudaMemGetInfo");
+}
+
 DeviceContext& useDevice(int device) {
   static std::mutex mutex;
   static auto* contexts = new std::map<int, DeviceContext>();  // lives as long as the process

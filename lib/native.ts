@@ -151,6 +151,8 @@ export interface NativeAddon {
   tensorCopy(tensor: NativeTensorHandle, device: string): { handle: NativeTensorHandle; done: Promise<void> };
   /** A float32 tensor whose fill is queued on its device. */
   tensorFill(shape: number[], device: string, spec: NativeFillSpec): NativeTensorHandle;
+  /** A CUDA device's free and total memory now, in bytes. */
+  cudaMemoryInfo(device: string): { free: number; total: number };
   tensorData(tensor: NativeTensorHandle): Promise<TypedArray>;
   /** A host tensor's values now (waits for the CPU queue); a device tensor is refused. */
   tensorDataSync(tensor: NativeTensorHandle): TypedArray;

@@ -56,9 +56,22 @@ Napi::Value cudaDeviceName(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), cuda::deviceName(device.index));
 }
 
+// cudaMemoryInfo(device) -> { free, total }: the device's memory now, in bytes.
+Napi::Value cudaMemoryInfo(const Napi::CallbackInfo& info) {
+  const Device device = parseUsableDevice(stringArgument(info[0], "device"), "cudaMemoryInfo");
+  HB_CHECK(device.isCuda(), "cudaMemoryInfo: '", device.str(), "' is not a CUDA device");
+  size_t freeBytes = 0, totalBytes = 0;
+  cuda::memoryInfo(device.index, &freeBytes, &totalBytes);
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("free", Napi::Number::New(info.Env(), double(freeBytes)));
+  out.Set("total", Napi::Number::New(info.Env(), double(totalBytes)));
+  return out;
+}
+
 }  // namespace
 
 void exportBackend(Napi::Env env, Napi::Object exports) {
+  exports.Set("cudaMemoryInfo", Napi::Function::New(env, guarded<cudaMemoryInfo>, "cudaMemoryInfo"));
   exports.Set("backendReport", Napi::Function::New(env, guarded<backendReport>, "backendReport"));
   exports.Set("resolveDevice", Napi::Function::New(env, guarded<resolveDevice>, "resolveDevice"));
   exports.Set("cudaDeviceName", Napi::Function::New(env, guarded<cudaDeviceName>, "cudaDeviceName"));

@@ -20,6 +20,7 @@ int deviceCount(std::string* whyNone) {
 }
 
 std::string deviceName(int) { notCompiled(); }
+void memoryInfo(int, size_t*, size_t*) { notCompiled(); }
 void bindThreadToDevice(int) {}
 void* allocate(int, size_t) { notCompiled(); }
 void release(int, void*) noexcept {}
