@@ -15,20 +15,32 @@ import { context, shutdown } from '../distribute/process_group';
 import { dlrmModelFn } from '../models/dlrm';
 import * as fc from '../feature_column';
 import type { ModelFn } from '../estimator/estimator';
-import type { InputFn } from '../estimator/input';
+import type { Batch, InputFn } from '../estimator/input';
+import { formatMemoryPlan } from '../estimator/memory_plan';
+import { memoryPlan } from '../estimator/plan_memory';
 import { readTrainConfig, settingsHelp, TrainConfig } from './train_config';
 import { defaultFeatures, filesInput, filesOf, formatOf, modelFnOf, modelInputsOf, optimizerOf } from './train_on_files';
 
 const MODEL_TITLES: Record<TrainConfig['model'], string> = { dlrm: 'DLRM', wideAndDeep: 'Wide & Deep', deepFM: 'DeepFM', dcn: 'DCN-v2' };
 
-async function train(configFile: string | undefined): Promise<void> {
-  const config: TrainConfig = readTrainConfig(configFile);
-  // Under hb-ts launch: one rank of a job (batchSize is each rank's; rank 0 reports).
+interface PreparedRun {
+  config: TrainConfig;
+  estimator: Estimator;
+  modelFn: ModelFn;
+  trainInput: InputFn;
+  evalInput?: InputFn;
+  maxSteps?: number;
+  evalSteps?: number;
+  what: string;
+}
+
+/** The config's model, input and Estimator (nothing read, built or allocated yet). */
+function prepareRun(configFile: string | undefined, command: string): PreparedRun {
+  const config: TrainConfig = readTrainConfig(configFile, command);
   const job = context();
   const W = job.worldSize;
-  const say = job.rank === 0 ? (line: string) => console.log(line) : () => undefined;
-  const where = `hb-ts train: ${configFile ?? 'defaults'}`;
-  let run: { modelFn: ModelFn; trainInput: InputFn; evalInput?: InputFn; maxSteps?: number; evalSteps?: number; what: string };
+  const where = `hb-ts ${command}: ${configFile ?? 'defaults'}`;
+  let run: Omit<PreparedRun, 'config' | 'estimator'>;
   if (config.trainFiles) {
     const trainFiles = filesOf(config.trainFiles, config.baseDir, 'trainFiles', where);
     const evalFiles = config.evalFiles ? filesOf(config.evalFiles, config.baseDir, 'evalFiles', where) : undefined;
@@ -87,6 +99,30 @@ async function train(configFile: string | undefined): Promise<void> {
     };
   }
   const estimator = new Estimator({ modelFn: run.modelFn, modelDir: config.modelDir, config: new RunConfig({ logStepCountSteps: 50, saveCheckpointsSteps: config.modelDir ? 500 : undefined, tfRandomSeed: config.seed }) });
+  return { ...run, config, estimator };
+}
+
+/** `hb-ts plan config.json`: the memory plan of the run the config describes, for its first batch. */
+async function plan(configFile: string | undefined): Promise<void> {
+  const run = prepareRun(configFile, 'plan');
+  const input = await run.trainInput();
+  const iterator = Symbol.asyncIterator in input ? (input as AsyncIterable<Batch>)[Symbol.asyncIterator]() : (input as Iterable<Batch>)[Symbol.iterator]();
+  const first = await iterator.next();
+  await iterator.return?.(undefined);
+  if (first.done) throw new Error(`hb-ts plan: ${configFile ?? 'defaults'}: the training input gives no batch`);
+  const memory = await memoryPlan(run.estimator, first.value);
+  if (context().rank === 0) console.log(formatMemoryPlan(memory));
+  if (memory.problems.length > 0) process.exitCode = 2;
+  if (context().worldSize > 1) await shutdown();
+}
+
+async function train(configFile: string | undefined): Promise<void> {
+  const run = prepareRun(configFile, 'train');
+  const { config, estimator } = run;
+  // Under hb-ts launch: one rank of a job (batchSize is each rank's; rank 0 reports).
+  const job = context();
+  const W = job.worldSize;
+  const say = job.rank === 0 ? (line: string) => console.log(line) : () => undefined;
   const onWhat = W > 1 ? `${W} processes (batch ${config.batchSize} each) on ${estimator.device}` : estimator.device;
   const steps = run.maxSteps !== undefined ? `${run.maxSteps} steps` : 'until the input ends';
   say(`hb-ts train: ${run.what}, batch ${config.batchSize}, ${steps} on ${onWhat}, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
@@ -168,6 +204,18 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     await train(config);
+  });
+  withLaunchOptions(
+    program
+      .command('plan')
+      .argument('[config]', 'the JSON file of settings `hb-ts train` takes; default: DLRM on generated data')
+      .description("the memory the training run would need, per device and per table (parameters, slots, hash, exchange), beside each device's free memory; exits 2 when it does not fit"),
+  ).action(async (config: string | undefined, flags: Partial<LaunchFlags>) => {
+    if (flags.nprocPerNode !== undefined && process.env.RANK === undefined && (flags.nprocPerNode > 1 || (flags.nnodes ?? 1) > 1)) {
+      await runLaunch(flags as LaunchFlags, path.resolve(__dirname, '..', '..', 'bin', 'hb-ts.js'), ['plan', ...(config ? [path.resolve(config)] : [])]);
+      return;
+    }
+    await plan(config);
   });
   program
     .command('info')

@@ -138,22 +138,22 @@ export function settingsHelp(): string {
   return SETTINGS.map((s) => `  ${s.key.padEnd(width)}  ${s.help}`).join('\n');
 }
 
-export function readTrainConfig(file?: string): TrainConfig {
+export function readTrainConfig(file?: string, command = 'train'): TrainConfig {
   if (!file) return { ...defaultTrainConfig, baseDir: process.cwd() };
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new Error(`hb-ts train: cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
+    throw new Error(`hb-ts ${command}: cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new Error(`hb-ts train: ${file} is not JSON: ${(error as Error).message}`);
+    throw new Error(`hb-ts ${command}: ${file} is not JSON: ${(error as Error).message}`);
   }
-  const where = `hb-ts train: ${file}`;
+  const where = `hb-ts ${command}: ${file}`;
   // As for arguments: a JSON value of the wrong type is a TypeError, a wrong value of the
   // right type an Error.
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new TypeError(`${where} must hold a JSON object`);

@@ -11,7 +11,7 @@
 // ids 0..n-1 of a dynamic table start (and, with the same updates, stay) equal to a fixed
 // table of n rows. Checkpoints hold live rows in id order (ids, values, slots, last seen,
 // counts) and restore into any world size.
-import { Graph, SymbolicTensor } from '../graph/graph';
+import { Graph, maybeCurrentGraph, SymbolicTensor } from '../graph/graph';
 import { alltoallv } from '../graph/ops/exchange';
 import { dynamicRows, tableHandle } from '../graph/ops/dynamic_rows';
 import { gatherRows } from '../graph/ops/gather_rows';
@@ -27,7 +27,8 @@ import type { CheckpointSource } from '../io/checkpoint_source';
 import { native, NativeDynamicTableRows, NativeDynamicTableStats } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { Tensor } from '../tensor/tensor';
-import { Variable } from '../tensor/variable';
+import { isPlanning, Variable } from '../tensor/variable';
+import { isPlannedTable, plannedTableRows } from './planned_table';
 import { EmbeddingTable, EmbeddingTableSpec, EmbeddingTableStats, GradientApplier, LookupOptions } from './embedding_table';
 import { TablePlacement } from './placement';
 import { shownValue } from '../shown_value';
@@ -90,6 +91,9 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
   }
 
   override variableOn(): Variable {
+    // A model being planned that asks for the rows gets its planned ones (see EmbeddingTable).
+    const planned = isPlanning() && !isPlannedTable(this) ? maybeCurrentGraph() : undefined;
+    if (planned) return this.inGraph(planned).variableOn();
     if (!this.isMade) {
       const { spec } = this;
       if (spec.initializer.holdsValues) {
@@ -172,7 +176,9 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
    * again; the rows, their index and the slots are the first one's).
    */
   private inGraph(graph: Graph): DynamicEmbeddingTable {
-    const pool = graph.store.adopt(this.name, () => this.variableOn(), [-1, this.spec.dim]);
+    // Planned: one row stands for the rows to come (their bytes are per row, not reserved).
+    const made = () => (isPlanning() ? plannedTableRows(this, 1, 'cpu') : this.variableOn());
+    const pool = graph.store.adopt(this.name, made, [-1, this.spec.dim]);
     return pool.slotOwner instanceof DynamicEmbeddingTable ? pool.slotOwner : this;
   }
 

@@ -10,7 +10,7 @@
 import { currentDevice } from '../backend';
 import { CheckpointHeader, CheckpointTensor, loadTensorRows } from '../io/checkpoint_file';
 import type { CheckpointSource } from '../io/checkpoint_source';
-import { Graph, SymbolicTensor } from '../graph/graph';
+import { Graph, maybeCurrentGraph, SymbolicTensor } from '../graph/graph';
 import { LookupCombiner } from '../graph/ops/segment_combine';
 import type { SymbolicRagged } from '../graph/ragged_feed';
 import { constant, Initializer } from '../initializers/initializers';
@@ -19,7 +19,9 @@ import { IndexedSlices } from '../tensor/indexed_slices';
 import { Ragged } from '../tensor/ragged';
 import { runKernel } from '../tensor/run_kernel';
 import { Tensor } from '../tensor/tensor';
-import { SlotOwner, Variable, variable } from '../tensor/variable';
+import { isPlanning, SlotOwner, Variable, variable } from '../tensor/variable';
+import { isPlannedTable, plannedTableRows } from './planned_table';
+import { reserveMemory } from '../tensor/memory_budget';
 import type { WireDType } from '../graph/ops/exchange';
 import { lookupChain } from './lookup_chain';
 import { shardRows, TablePlacement } from './placement';
@@ -114,9 +116,14 @@ export class EmbeddingTable implements SlotOwner {
    * ('' there: `defaultDevice`, else the current device).
    */
   variableOn(defaultDevice?: string): Variable {
+    // A model being planned (hb.estimator.memoryPlan) that asks for the rows (a varList of
+    // column variables) gets its planned ones, not these made.
+    const planned = isPlanning() && !isPlannedTable(this) ? maybeCurrentGraph() : undefined;
+    if (planned) return this.graphVariableOf(planned);
     if (!this.isMade) {
       const device = this.placement.device === '' ? (defaultDevice ?? currentDevice()) : this.placement.device;
       const p = this.placement;
+      reserveMemory(device, this.localRows * this.spec.dim * 4, `embedding table '${this.name}' (${this.localRows} x ${this.spec.dim})`);
       const made = variable(this.spec.initializer, {
         shape: [this.localRows, this.spec.dim],
         name: this.spec.name,
@@ -139,6 +146,7 @@ export class EmbeddingTable implements SlotOwner {
   /** @internal An optimizer's slot beside the rows: same device, one value per element (or per row). */
   createSlot(name: string, initialValue: number, perRow: boolean): Variable {
     const rows = this.variable;
+    reserveMemory(rows.device, (perRow ? this.localRows : this.localRows * this.spec.dim) * 4, `optimizer slot '${name}'`);
     const slot = variable(constant(initialValue), { shape: perRow ? [this.localRows] : [this.localRows, this.spec.dim], device: rows.device, name, trainable: false, exactName: true });
     this.slotVariables.set(name, slot);
     return slot;
@@ -160,8 +168,14 @@ export class EmbeddingTable implements SlotOwner {
    * on the graph's device unless the placement says where; checked against the graph's
    * world.
    */
+  /** The rows as `graph`'s model holds them (planned ones while it is planned). */
+  private graphVariableOf(graph: Graph): Variable {
+    const made = () => (isPlanning() ? plannedTableRows(this, this.localRows, this.placement.device === '' ? graph.device : this.placement.device) : this.variableOn(graph.device));
+    return graph.store.adopt(this.name, made, [this.localRows, this.spec.dim]);
+  }
+
   graphVariable(graph: Graph): SymbolicTensor {
-    const rows = graph.store.adopt(this.name, () => this.variableOn(graph.device), [this.localRows, this.spec.dim]);
+    const rows = this.graphVariableOf(graph);
     if (rows.device !== 'cpu' && rows.device !== graph.device) {
       throw new Error(`embedding table '${this.name}' is on ${rows.device} but the model runs on ${graph.device}; use embDevice: 'cpu' or '${graph.device}'`);
     }

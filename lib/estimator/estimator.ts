@@ -20,6 +20,8 @@ import { CheckpointItem, checkpointItemsOf, CheckpointManager, restoreOptimizerS
 import { agreeOnRestoredStep, shareWholeVariables } from './replicas';
 import { Batch, batchesOf, InputFn } from './input';
 import { BuiltModel, ModelBuilder, ModelFn } from './model_builder';
+import { formatBytes, freeBytesOf, MemoryPlan, planOf } from './memory_plan';
+import { withMemoryBudget } from '../tensor/memory_budget';
 import { Mode, ModeKeys } from './mode_keys';
 import { RunConfig } from './run_config';
 import { TrainHook } from './specs';
@@ -54,6 +56,7 @@ export class Estimator {
   /** The job it trains in ({ size: 1, rank: 0 } alone). */
   readonly world: GraphWorld;
   private readonly model: ModelBuilder;
+  private memoryReported = false;
   private readonly checkpoints?: CheckpointManager;
   /** Rank 0's log lines go to config.log (above the progress bar while one is drawn); other ranks say nothing. */
   private readonly log: (line: string) => void;
@@ -134,7 +137,19 @@ export class Estimator {
     let failure: Error | undefined;
     try {
       await this.restoreGlobalStep();
-      built = this.model.get(mode) ?? (await this.model.build(mode, example));
+      const first = this.model.get(mode) === undefined && mode === ModeKeys.TRAIN && !this.memoryReported;
+      if (first) {
+        // The training model's tables and slots are counted against each device's free
+        // memory as they are made: one that would not fit stops training here, before it
+        // is allocated. Then what the model holds, per device, is logged.
+        built = await withMemoryBudget(freeBytesOf, () => this.model.build(mode, example));
+        this.memoryReported = true;
+        for (const d of planOf(this.model.store, example, this.world, this.device).devices) {
+          const free = d.freeBytes === undefined ? '' : ` of ${formatBytes(d.freeBytes)} free`;
+          this.log(`memory: ${d.device} ${formatBytes(d.totalBytes)}${free} (parameters ${formatBytes(d.paramBytes)}, slots ${formatBytes(d.slotBytes)}, hash ${formatBytes(d.hashBytes)}, exchange ${formatBytes(d.exchangeBytes)}/step)`);
+        }
+      }
+      built = built ?? this.model.get(mode) ?? (await this.model.build(mode, example));
       // A model built before is restored again too: when its restore failed, returning it
       // as it is would train its initial values from the checkpoint's step, and the saves
       // would rotate the checkpoints out. This does nothing once all is restored.
@@ -150,6 +165,15 @@ export class Estimator {
     // Under a job: every variable each rank holds whole takes rank 0's values, once.
     if (this.world.size > 1) await shareWholeVariables(this.model.store, this.shared);
     return built!;
+  }
+
+  /**
+   * @internal What training will hold in memory (hb.estimator.memoryPlan): the TRAIN model
+   * planned on `example` without allocating anything.
+   */
+  async memoryPlan(example: Batch): Promise<MemoryPlan> {
+    const { store } = await this.model.plan(example);
+    return planOf(store, example, this.world, this.device);
   }
 
   /** Under a job: joins it (hb.distribute.init) unless this process already has. */

@@ -11,6 +11,7 @@ import { stepSync } from '../graph/ops/exchange';
 import { withGraphSeed } from '../initializers/random_seed';
 import { RawFeature, symbolicFeatures, symbolicLabels } from '../graph/symbolic_features';
 import { Optimizer } from '../train/optimizer';
+import { withPlannedVariables } from '../tensor/variable';
 import { EstimatorSpec } from './estimator_spec';
 import { Mode, ModeKeys } from './mode_keys';
 
@@ -118,6 +119,25 @@ export class ModelBuilder {
     const made: BuiltModel = { graph, spec, step, predictionKeys, widths };
     this.built.set(mode, made);
     return made;
+  }
+
+  /**
+   * The TRAIN model built on `example` as a plan, without memory: its variables, tables
+   * and optimizer slots made in a store of their own with their shapes only (nothing
+   * allocated, nothing compiled, the model's own store untouched).
+   */
+  async plan(example: Batch): Promise<{ store: VariableStore; graph: Graph }> {
+    const store = new VariableStore();
+    const graph = new Graph(store, ModeKeys.TRAIN, this.device, this.world);
+    await withPlannedVariables(() =>
+      withGraphSeed(this.randomSeed, async () => {
+        const features = symbolicFeatures(graph, example);
+        const labels = symbolicLabels(graph, example);
+        const spec = await withGraph(graph, () => this.modelFn(features, labels as SymbolicTensor, ModeKeys.TRAIN, this.params));
+        if (spec === null || typeof spec !== 'object' || !('trainOps' in spec)) throw new TypeError('Estimator: modelFn must return hb.estimator.EstimatorSpec({ ... }) (mode train)');
+      }),
+    );
+    return { store, graph };
   }
 
   /** The optimizers of the train graph (once built), in first-use order. */

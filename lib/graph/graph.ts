@@ -216,6 +216,11 @@ export function currentGraph(what: string, ErrorClass: ErrorConstructor = Error)
   return g;
 }
 
+/** The graph a modelFn is building, if one is. */
+export function maybeCurrentGraph(): Graph | undefined {
+  return graphStack[graphStack.length - 1];
+}
+
 export async function withGraph<T>(graph: Graph, body: () => Promise<T> | T): Promise<T> {
   graphStack.push(graph);
   try {

@@ -82,6 +82,38 @@ export class Variable extends Tensor {
   }
 }
 
+// While a model is planned (hb.estimator.memoryPlan), variables are made without memory:
+// a handle with the shape and dtype they would have, which graph building reads and
+// nothing runs on.
+let planning = 0;
+
+/** @internal Runs `build` with variables made without memory (see isPlanning). */
+export async function withPlannedVariables<T>(build: () => Promise<T>): Promise<T> {
+  planning++;
+  try {
+    return await build();
+  } finally {
+    planning--;
+  }
+}
+
+/** @internal Whether variables made now are planned ones. */
+export function isPlanning(): boolean {
+  return planning > 0;
+}
+
+/** @internal A variable of `shape` without memory, for a planned model. */
+export function plannedVariable(name: string, shape: readonly number[], dtype: DType, device: string, trainable: boolean): Variable {
+  const handle = {
+    shape: [...shape],
+    dtype,
+    device,
+    disposed: false,
+    dispose() {},
+  };
+  return new Variable(handle, name, trainable);
+}
+
 /** Rows offset, offset + stride, ... of a row-major [rows, ...] block: a shard's rows. */
 function shardRows(values: Float32Array, whole: readonly number[], shard: { stride: number; offset: number }): Float32Array {
   const width = whole.slice(1).reduce((a, b) => a * b, 1);
@@ -111,6 +143,11 @@ export function variable(initialValue: VariableInitialValue, options: VariableOp
   if (options.name === '') throw new Error('variable: options.name must be a non-empty string');
   const name = options.exactName && options.name !== undefined ? options.name : uniqueName(options.name ?? 'Variable');
   const trainable = options.trainable ?? true;
+  if (isPlanning()) {
+    if (!options.shape && !(initialValue instanceof Tensor) && !isTypedArray(initialValue) && !Array.isArray(initialValue)) throw new Error(`variable(${name}): an initializer needs options.shape`);
+    const shape = options.shape ?? (initialValue instanceof Tensor ? [...initialValue.shape] : isTypedArray(initialValue) ? [initialValue.length] : shapeOf(initialValue as unknown[]));
+    return plannedVariable(name, shape, 'float32', device, trainable);
+  }
   let handle;
   if (initialValue instanceof Initializer) {
     if (!options.shape) throw new Error(`variable(${name}): an initializer needs options.shape`);
