@@ -207,8 +207,23 @@ describe('dynamic tables', () => {
     expect((restoredCol.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(stats.rows + 1);
   });
 
+  /** Copies `dir` to a new directory when training reaches `atStep` (a job stopped there). */
+  function snapshotAt(dir: string, atStep: number, copy: string): hb.estimator.TrainHook {
+    return { afterRun: ({ globalStep }) => void (globalStep === atStep && fs.cpSync(dir, copy, { recursive: true })) };
+  }
+
+  /** Every delta the manifest of `dir` lists has its base listed too. */
+  async function deltasHaveTheirBases(dir: string): Promise<void> {
+    const listed = (await hb.estimator.listCheckpoints(dir)).map((c) => path.basename(c.path));
+    for (const name of listed) {
+      const base = (await hb.estimator.loadCheckpoint(path.join(dir, name))).metadata.hb_delta_base;
+      if (base !== undefined) expect(listed).toContain(base);
+    }
+  }
+
   test('delta checkpoints hold the rows changed since the last full one; full + newest delta restores exactly', async () => {
     const dir = tempDir();
+    const snap = path.join(tempDir(), 'at-7');
     const col = column({ embEvictAfterSteps: 2 });
     const estimator = new hb.estimator.Estimator({
       modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
@@ -217,15 +232,21 @@ describe('dynamic tables', () => {
     });
     // Ids 10..19 in the first step, evicted (unseen for more than 2 steps) in the fourth,
     // before the full checkpoint at step 4, which holds 1, 2, 3. Then 4 and 5 are made and
-    // 1, 2, 3 evicted: the delta at step 7 holds 4, 5 and says 1, 2, 3 are gone.
-    const steps: Ids[] = [[10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [1, 2], [1, 3], [2, 3], [4], [5], [4, 5]];
-    await estimator.train(() => batchesOf(steps), { maxSteps: steps.length });
-    const listed = (await hb.estimator.listCheckpoints(dir)).map((c) => path.basename(c.path));
+    // 1, 2, 3 evicted: the delta at step 7 holds 4, 5 and says 1, 2, 3 are gone. The job
+    // is copied as it stood after step 7's save (stopped there), and trains on to 8.
+    const steps: Ids[] = [[10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [1, 2], [1, 3], [2, 3], [4], [5], [4, 5], [4, 5]];
+    const live = [4, 5];
+    let rows: Float32Array | undefined;
+    const capture: hb.estimator.TrainHook = { afterRun: async ({ globalStep }) => void (globalStep === 7 && (rows = await rowsOf(col.embeddingTable, live))) };
+    await estimator.train(() => batchesOf(steps), { maxSteps: steps.length, hooks: [capture, snapshotAt(dir, 8, snap)] });
+    // The end of training is a full checkpoint.
+    expect((await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-8.safetensors'))).metadata.hb_delta_base).toBeUndefined();
+    const listed = (await hb.estimator.listCheckpoints(snap)).map((c) => path.basename(c.path));
     // Step 1 had no full checkpoint to be a delta of (so it is one); 4 is full and kept as
     // the base of 7, the newest delta, beyond keepCheckpointMax's rotation.
     expect(listed).toEqual(['model.ckpt-4.safetensors', 'model.ckpt-7.safetensors']);
-    const full = await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-4.safetensors'));
-    const delta = await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-7.safetensors'));
+    const full = await hb.estimator.loadCheckpoint(path.join(snap, 'model.ckpt-4.safetensors'));
+    const delta = await hb.estimator.loadCheckpoint(path.join(snap, 'model.ckpt-7.safetensors'));
     const t = col.embeddingTable.name;
     expect(delta.metadata.hb_delta_base).toBe('model.ckpt-4.safetensors');
     expect(full.metadata.hb_delta_base).toBeUndefined();
@@ -233,56 +254,60 @@ describe('dynamic tables', () => {
     expect(ints(full, `${t}/ids`)).toEqual([1, 2, 3]);
     expect(ints(delta, `${t}/ids`)).toEqual([4, 5]);
     expect(ints(delta, `${t}/removed_ids`)).toEqual([1, 2, 3]);
-    const live = [4, 5];
-    const rows = await rowsOf(col.embeddingTable, live);
-    // readCheckpoint puts the newest delta over its base: the table as it is now.
-    const read = await hb.estimator.readCheckpoint(dir);
+    // readCheckpoint puts the newest delta over its base: the table as it was at step 7.
+    const read = await hb.estimator.readCheckpoint(snap);
     expect(read.globalStep).toBe(7);
     expect(Array.from(read.tensors.get(`${t}/ids`)!.data as BigInt64Array, Number)).toEqual(live);
-    expect(Array.from(read.tensors.get(t)!.data as Float32Array)).toEqual(Array.from(rows));
+    expect(Array.from(read.tensors.get(t)!.data as Float32Array)).toEqual(Array.from(rows!));
     expect(read.tensors.get(`${t}/Adagrad`)!.shape).toEqual([2, DIM]);
     expect(read.tensors.has(`${t}/removed_ids`)).toBe(false);
     const restoredCol = column({ embEvictAfterSteps: 2 });
     const restored = new hb.estimator.Estimator({
       modelFn: modelFnFor(restoredCol, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
-      modelDir: dir,
+      modelDir: snap,
       config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, saveCheckpointsSteps: 100, saveDeltaSteps: 1, keepCheckpointMax: 2 }),
     });
     await restored.evaluate(() => batchesOf([[1]]));
     expect(restored.globalStep).toBe(7);
-    expect(Array.from(await rowsOf(restoredCol.embeddingTable, live))).toEqual(Array.from(rows));
+    expect(Array.from(await rowsOf(restoredCol.embeddingTable, live))).toEqual(Array.from(rows!));
     expect(Array.from(await rowsOf(restoredCol.embeddingTable, [1, 10]))).toEqual(new Array(2 * DIM).fill(0));
     expect((restoredCol.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(2);
     // Trained on from the delta, the next delta is still against step 4 and still says
     // 1, 2, 3 are gone (restoring 4 + it must not bring them back).
-    await restored.train(() => batchesOf([[6]]), { maxSteps: 8 });
-    const next = await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-8.safetensors'));
+    const again = path.join(tempDir(), 'at-8');
+    await restored.train(() => batchesOf([[6], [6]]), { maxSteps: 9, hooks: [snapshotAt(snap, 9, again)] });
+    const next = await hb.estimator.loadCheckpoint(path.join(again, 'model.ckpt-8.safetensors'));
     expect(next.metadata.hb_delta_base).toBe('model.ckpt-4.safetensors');
     expect(ints(next, `${t}/ids`)).toEqual([4, 5, 6]);
     expect(ints(next, `${t}/removed_ids`)).toEqual([1, 2, 3]);
   });
 
-  test('a delta whose base is gone is refused, and the newest full checkpoint restored', async () => {
+  test('rotation never leaves a delta without its base; a delta whose base is gone is refused, and none usable stops the run', async () => {
     const dir = tempDir();
     const col = column();
+    const checks: Array<Promise<void>> = [];
     const estimator = new hb.estimator.Estimator({
       modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
       modelDir: dir,
-      config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, saveCheckpointsSteps: 2, saveDeltaSteps: 1, keepCheckpointMax: 0, tfRandomSeed: 3 }),
+      config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, saveCheckpointsSteps: 4, saveDeltaSteps: 1, keepCheckpointMax: 3, tfRandomSeed: 3 }),
     });
-    await estimator.train(() => batchesOf([[1], [2], [3]]), { maxSteps: 3 });
-    // 1 full (no base yet), 2 full, 3 a delta of 2.
-    expect((await hb.estimator.loadCheckpoint(path.join(dir, 'model.ckpt-3.safetensors'))).metadata.hb_delta_base).toBe('model.ckpt-2.safetensors');
-    fs.rmSync(path.join(dir, 'model.ckpt-2.safetensors'));
+    const everyStep: hb.estimator.TrainHook = { afterRun: async () => void checks.push(deltasHaveTheirBases(dir)) };
+    const snap = path.join(tempDir(), 'at-3');
+    await estimator.train(() => batchesOf([[1], [2], [3], [4], [5], [6], [7], [8], [9], [10]]), { maxSteps: 10, hooks: [everyStep, snapshotAt(dir, 4, snap)] });
+    await Promise.all(checks);
+    await deltasHaveTheirBases(dir);
+    // The copy at step 3: 1 full (no base yet), 2 and 3 deltas of 1.
+    expect((await hb.estimator.loadCheckpoint(path.join(snap, 'model.ckpt-3.safetensors'))).metadata.hb_delta_base).toBe('model.ckpt-1.safetensors');
+    fs.rmSync(path.join(snap, 'model.ckpt-1.safetensors'));
     const lines: string[] = [];
     const restored = new hb.estimator.Estimator({
       modelFn: modelFnFor(column(), () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
-      modelDir: dir,
+      modelDir: snap,
       config: new hb.estimator.RunConfig({ log: (line) => lines.push(line), progressBar: false }),
     });
-    await restored.evaluate(() => batchesOf([[1]]));
-    expect(restored.globalStep).toBe(1);
-    expect(lines.join('\n')).toMatch(/model\.ckpt-3\.safetensors is a delta whose base cannot be used/);
+    // Nothing left to restore: not a fresh start over the model.
+    await expect(restored.evaluate(() => batchesOf([[1]]))).rejects.toThrow(/No usable checkpoint in .*model\.ckpt-3\.safetensors is a delta whose base cannot be used/s);
+    expect(lines.join('\n')).toMatch(/model\.ckpt-2\.safetensors is a delta whose base cannot be used/);
   });
 
   test('bad settings are refused naming the column or option', () => {
@@ -350,6 +375,29 @@ describe('the native dynamic table', () => {
     expect((await snapshot(t.id)).ids).toEqual([1, 13]);
   });
 
+  test("a delta of a capped table restores over its base: its removed rows make room first", async () => {
+    const t = make({ maxRows: 3 });
+    await rowsFor(t, [1, 2, 3], true, 0);
+    const base = await snapshot(t.id);
+    await native.dynamicTableMarkSaved(t.id, 1);
+    await rowsFor(t, [4, 5], true, 1); // evicts 1 and 2
+    const changes = await native.dynamicTableSnapshot(t.id, true);
+    const restored = make({ maxRows: 3 });
+    await native.dynamicTableRestore(restored.id, base.raw, true, 1, 0);
+    await native.dynamicTableMarkSaved(restored.id, 1);
+    await native.dynamicTableRestore(restored.id, changes, false, 1, 0);
+    expect(await snapshot(restored.id)).toMatchObject({ ids: [3, 4, 5], values: (await snapshot(t.id)).values });
+  });
+
+  test('ids forgotten while waiting for admission are listed as removed in a snapshot of changes', async () => {
+    const t = make({ admitMinCount: 2, evictAfterSteps: 1 });
+    await rowsFor(t, [8], true, 0);
+    await native.dynamicTableMarkSaved(t.id, 1);
+    for (const step of [1, 2, 3]) await rowsFor(t, [100 + step], true, step);
+    const changes = await native.dynamicTableSnapshot(t.id, true);
+    expect(Array.from((await native.tensorData(changes.removedIds)) as BigInt64Array, Number)).toContain(8);
+  });
+
   test('restored metadata out of range is refused as corrupt', async () => {
     const t = make();
     await rowsFor(t, [1], true, 0);
@@ -404,23 +452,29 @@ describeGloo('a dynamic table sharded over hb-ts launch', () => {
   test('delta checkpoints of 2 ranks (each its changes and removals) restore into one process as its own do', async () => {
     const sharded = tempDir();
     const whole = tempDir();
-    const settings = { worldSize: 2, steps: 5, saveCheckpointsSteps: 3, saveDeltaSteps: 1, evictAfterSteps: 1 };
-    const job = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ ...settings, modelDir: sharded })], { env, timeoutMs: 90_000 });
+    // Steps 1 and 3 full, 2, 4 and 5 deltas; copied as they stood after step 5 (the end of
+    // training saves a full checkpoint over step 6's).
+    const settings = { worldSize: 2, steps: 6, saveCheckpointsSteps: 3, saveDeltaSteps: 1, evictAfterSteps: 1, snapshotAt: 6 };
+    const shardedAt5 = path.join(sharded, '..', 'sharded-at-5');
+    const wholeAt5 = path.join(whole, '..', 'whole-at-5');
+    const job = await runNode([cliPath, 'launch', '--nproc-per-node', '2', worker, JSON.stringify({ ...settings, modelDir: sharded, snapshotDir: shardedAt5 })], { env, timeoutMs: 90_000 });
     expect(job.stderr).toBe('');
     expect(job.code).toBe(0);
-    const alone = await runNode([worker, JSON.stringify({ ...settings, modelDir: whole })], { env, timeoutMs: 60_000 });
+    const alone = await runNode([worker, JSON.stringify({ ...settings, modelDir: whole, snapshotDir: wholeAt5 })], { env, timeoutMs: 60_000 });
     expect(alone.code).toBe(0);
-    const reference = JSON.parse(alone.stdout.slice(alone.stdout.indexOf('RESULT ') + 7));
     // Step 5 is a delta of step 3 in both, the job's listed by its layout.
-    const layout = JSON.parse(fs.readFileSync(path.join(sharded, 'model.ckpt-5.sharded.json'), 'utf8'));
+    const layout = JSON.parse(fs.readFileSync(path.join(shardedAt5, 'model.ckpt-5.sharded.json'), 'utf8'));
     expect(layout.metadata.hb_delta_base).toBe('model.ckpt-3.sharded.json');
     expect(layout.tensors['id_embedding/embedding_weights/removed_ids']).toMatchObject({ dtype: 'int64', layout: 'concat' });
-    expect((await hb.estimator.loadCheckpoint(path.join(whole, 'model.ckpt-5.safetensors'))).metadata.hb_delta_base).toBe('model.ckpt-3.safetensors');
+    expect((await hb.estimator.loadCheckpoint(path.join(wholeAt5, 'model.ckpt-5.safetensors'))).metadata.hb_delta_base).toBe('model.ckpt-3.safetensors');
     const ids = Array.from({ length: 23 }, (_, k) => BigInt(k - 11) * 1000003n * 1000003n);
-    const a = await restoredRows(sharded, ids, { embEvictAfterSteps: 1 });
-    const b = await restoredRows(whole, ids, { embEvictAfterSteps: 1 });
-    expect(b.count).toBe(reference.rows);
-    expect(a.count).toBe(reference.rows);
+    const a = await restoredRows(shardedAt5, ids, { embEvictAfterSteps: 1 });
+    const b = await restoredRows(wholeAt5, ids, { embEvictAfterSteps: 1 });
+    // The same rows as readCheckpoint's merge of the single-process delta over its base.
+    const merged = await hb.estimator.readCheckpoint(wholeAt5);
+    expect(b.count).toBe((merged.tensors.get('id_embedding/embedding_weights/ids')!.data as BigInt64Array).length);
+    expect(a.count).toBe(b.count);
+    expect(b.count).toBeGreaterThan(0);
     Array.from(a.rows).forEach((x, i) => expect(x).toBeCloseTo(b.rows[i], 5));
   }, 120_000);
 });

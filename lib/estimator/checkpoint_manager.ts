@@ -208,6 +208,7 @@ export class CheckpointManager {
    * one is. undefined when none is left.
    */
   private async withBase(candidate: OpenedCheckpoint | undefined): Promise<OpenedCheckpoint | undefined> {
+    const skipped = candidate?.skipped;
     while (candidate) {
       const baseFile = deltaBaseOf(candidate.source);
       if (baseFile === undefined) return candidate;
@@ -224,6 +225,9 @@ export class CheckpointManager {
         candidate = await this.olderThan(candidate.path, candidate.skipped);
       }
     }
+    // Checkpoints are there and none can be used: starting from scratch would train over
+    // the model (and overwrite the base the deltas name), so nothing starts.
+    if (skipped && skipped.length > 0) throw new Error(`No usable checkpoint in ${this.modelDir}:\n` + skipped.map((s) => `  ${s.error}`).join('\n'));
     return undefined;
   }
 
@@ -306,7 +310,7 @@ export class CheckpointManager {
     const info = await saveCheckpoint(this.modelDir, globalStep, tensors, {
       keepMax: this.options.keepMax,
       metadata: base ? { ...metadata, [DELTA_BASE_KEY]: base.file } : metadata,
-      keep: base ? [base.file] : [],
+      deltaBase: base?.file,
     });
     for (const item of items) await item.saved?.(globalStep, base !== undefined);
     if (!base) this.base = { globalStep, file: path.basename(info.path) };
@@ -372,7 +376,7 @@ export class CheckpointManager {
         metadata,
       };
       try {
-        await recordShardedCheckpoint(this.modelDir, globalStep, JSON.stringify(layout, null, 1) + '\n', this.options.keepMax, W, base ? [base.file] : []);
+        await recordShardedCheckpoint(this.modelDir, globalStep, JSON.stringify(layout, null, 1) + '\n', this.options.keepMax, W, base?.file);
       } catch (error) {
         listed = error as Error;
       }

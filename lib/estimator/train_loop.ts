@@ -61,6 +61,7 @@ export async function runTrainLoop(
   progress.begin(host.globalStep(), stopAt);
   let lastSave = Date.now();
   let lastSavedStep = host.globalStep();
+  let lastSaveWasDelta = false;
   let stop: TrainStop = { reason: 'stopAt' };
   // Under a job, what this rank asks of all in the next step's first exchange.
   const requests = { evaluate: false, stop: false, save: false };
@@ -118,6 +119,7 @@ export async function runTrainLoop(
         progress.line(`saved ${await host.saveCheckpoint(deltaDue)}`);
         if (due) lastSave = Date.now();
         lastSavedStep = step;
+        lastSaveWasDelta = deltaDue;
       }
       if (pause) {
         stop = { reason: pause, leftover: next.value?.raw };
@@ -138,7 +140,8 @@ export async function runTrainLoop(
     for (const hook of hooks) await hook.end?.({ globalStep: host.globalStep() });
     // Under a job a save is collective: after a failure on this rank the others are not
     // saving with it (each rank saved what the last agreed save wrote).
-    const save = host.savesCheckpoints && host.globalStep() !== lastSavedStep && !(failed && inJob);
+    // The end of training saves a full checkpoint (in place of a delta saved at its last step).
+    const save = host.savesCheckpoints && (host.globalStep() !== lastSavedStep || lastSaveWasDelta) && !(failed && inJob);
     if (save) host.log(`saved ${await host.saveCheckpoint()}`);
   }
   return stop;

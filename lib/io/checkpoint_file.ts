@@ -172,8 +172,8 @@ export function isShardedLayoutName(name: string): boolean {
 
 /**
  * Writes model.ckpt-<globalStep>.safetensors and updates the manifest; deletes
- * checkpoints beyond keepMax (oldest first; keepMax 0 or undefined = keep all; never the
- * file names in `keep`), but never
+ * checkpoints beyond keepMax (oldest first; keepMax 0 or undefined = keep all; `deltaBase`:
+ * this checkpoint is a delta over that one, which is kept while this is), but never
  * one of a later global step than this one. The first save into a directory in this
  * process also removes temp files that killed saves left there (see sweepStaleTemps).
  * The typed arrays must not change until the returned promise settles: they are written
@@ -185,7 +185,7 @@ export async function saveCheckpoint(
   modelDir: string,
   globalStep: number,
   tensors: CheckpointTensor[],
-  options: { keepMax?: number; metadata?: Record<string, string>; keep?: string[] } = {},
+  options: { keepMax?: number; metadata?: Record<string, string>; deltaBase?: string } = {},
 ): Promise<CheckpointInfo> {
   assertLittleEndian();
   if (typeof globalStep !== 'number' || !Number.isSafeInteger(globalStep) || globalStep < 0) {
@@ -204,7 +204,7 @@ export async function saveCheckpoint(
     await fsp.mkdir(modelDir, { recursive: true });
     const name = checkpointFileName(globalStep);
     await writeAtomically(modelDir, name, (fh, file) => writeSafetensors(fh, file, layout, globalStep, userMetadata));
-    await recordInManifest(modelDir, name, globalStep, keepMax, options.keep ?? []);
+    await recordInManifest(modelDir, name, globalStep, keepMax, options.deltaBase);
     return { path: path.join(modelDir, name), globalStep };
   });
 }
@@ -237,11 +237,11 @@ export async function writeCheckpointShard(
  * lists it in the manifest, rotating old checkpoints out as saveCheckpoint does (with
  * their shards). Called by rank 0 once every shard is durable.
  */
-export async function recordShardedCheckpoint(modelDir: string, globalStep: number, text: string, keepMax = 0, worldSize?: number, keep: string[] = []): Promise<CheckpointInfo> {
+export async function recordShardedCheckpoint(modelDir: string, globalStep: number, text: string, keepMax = 0, worldSize?: number, deltaBase?: string): Promise<CheckpointInfo> {
   return exclusive(path.resolve(modelDir), async () => {
     const name = shardedLayoutName(globalStep);
     await writeAtomically(modelDir, name, (fh) => writeAll(fh, Buffer.from(text, 'utf8'), 0));
-    await recordInManifest(modelDir, name, globalStep, keepMax, keep);
+    await recordInManifest(modelDir, name, globalStep, keepMax, deltaBase);
     // The step saved again by a job of another size: its old files are no one's now.
     if (worldSize !== undefined) await removeShards(modelDir, globalStep, worldSize);
     return { path: path.join(modelDir, name), globalStep };
@@ -249,29 +249,35 @@ export async function recordShardedCheckpoint(modelDir: string, globalStep: numb
 }
 
 /**
- * Makes `name` (written and durable) the newest checkpoint; rotates beyond keepMax, but
- * never the checkpoints in `keep` (the base a delta checkpoint is restored over).
+ * Makes `name` (written and durable) the newest checkpoint; rotates beyond keepMax. `base`:
+ * `name` is a delta checkpoint over that one (recorded in the manifest): a base stays while
+ * a listed delta needs it, and goes once none does, so no delta is left without its base.
  */
-async function recordInManifest(modelDir: string, name: string, globalStep: number, keepMax: number, keep: readonly string[] = []): Promise<void> {
+async function recordInManifest(modelDir: string, name: string, globalStep: number, keepMax: number, base?: string): Promise<void> {
   // Saving a step again replaces it, and moves it to the newest place: order is the
   // order of saving, as with TensorFlow's CheckpointManager, not of step.
   const previous = (await existingCheckpoints(modelDir)).map((c) => path.basename(c.path));
   let all = previous.filter((n) => n !== name).concat(name);
-  if (keepMax > 0 && all.length > keepMax) {
-    // A save behind the steps already kept comes from a run that started over or fell
-    // back past refused checkpoints; the later ones may be the only good copies of the
-    // model, so they stay (beyond keepMax) until this run passes them.
-    let excess = all.length - keepMax;
-    const dropped = new Set<string>();
-    for (const n of all) {
-      if (excess === 0) break;
-      if (n === name || stepOf(n) > globalStep || keep.includes(n)) continue;
-      dropped.add(n);
-      excess--;
+  const bases = await readManifestBases(modelDir);
+  if (base !== undefined) bases[name] = base;
+  else delete bases[name];
+  if (keepMax > 0) {
+    // Oldest first, one at a time: a save behind the steps already kept comes from a run
+    // that started over or fell back past refused checkpoints, and the later ones may be
+    // the only good copies of the model, so they stay (beyond keepMax) until this run
+    // passes them; a base stays while a delta listed names it.
+    for (let dropped = true; all.length > keepMax && dropped; ) {
+      dropped = false;
+      for (const n of all) {
+        if (n === name || stepOf(n) > globalStep || all.some((m) => bases[m] === n)) continue;
+        all = all.filter((m) => m !== n);
+        dropped = true;
+        break;
+      }
     }
-    all = all.filter((n) => !dropped.has(n));
   }
-  const manifest = JSON.stringify({ latest: name, all }, null, 2) + '\n';
+  for (const n of Object.keys(bases)) if (!all.includes(n)) delete bases[n];
+  const manifest = JSON.stringify({ latest: name, all, ...(Object.keys(bases).length > 0 ? { bases } : {}) }, null, 2) + '\n';
   await writeAtomically(modelDir, MANIFEST, (fh) => writeAll(fh, Buffer.from(manifest, 'utf8'), 0));
 
   // Only now, with the manifest no longer naming them, are the old files expendable: a
@@ -798,6 +804,17 @@ async function existingCheckpoints(modelDir: string): Promise<CheckpointInfo[]> 
   // (files copied in by hand, say); the directory is the better witness then.
   if (found && found.length > 0) return found;
   return keepExisting(modelDir, await scanDirectory(modelDir));
+}
+
+/** The manifest's record of which listed checkpoints are deltas over which base ({} when none or unreadable). */
+async function readManifestBases(modelDir: string): Promise<Record<string, string>> {
+  try {
+    const manifest: unknown = JSON.parse(await fsp.readFile(path.join(modelDir, MANIFEST), 'utf8'));
+    if (!isPlainObject(manifest) || !isPlainObject(manifest.bases)) return {};
+    return Object.fromEntries(Object.entries(manifest.bases).filter((e): e is [string, string] => typeof e[1] === 'string' && CHECKPOINT_NAME.test(e[0]) && CHECKPOINT_NAME.test(e[1])));
+  } catch {
+    return {};
+  }
 }
 
 async function readManifest(modelDir: string): Promise<string[] | undefined> {

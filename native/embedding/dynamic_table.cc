@@ -201,6 +201,8 @@ void DynamicTable::dropStalePending(int64_t step) {
     }
     for (int64_t id : stale) erase(*s, id);
     pending_ -= int64_t(stale.size());
+    // Forgotten counts are removals too: a restore of base + changes must not bring them back.
+    if (tracksRemovals_) removedSinceSave_.insert(removedSinceSave_.end(), stale.begin(), stale.end());
   }
 }
 
@@ -480,6 +482,16 @@ void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int6
   // Whether the rows fit, before anything changes: the rows this rank keeps, and (merging)
   // the live rows they join. Repeated ids count twice here, which only errs on the safe side.
   int64_t rowsAfter = replace ? 0 : live_.load();
+  if (!replace && saved.removedIds.buffer) {
+    // A delta's removed ids go first: the rows they hold make room for its rows.
+    std::vector<int64_t> removed(saved.removedIds.data<int64_t>(), saved.removedIds.data<int64_t>() + saved.removedIds.size());
+    std::sort(removed.begin(), removed.end());
+    removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
+    for (int64_t id : removed) {
+      const Entry* e = find(stripeOf(id), id);
+      rowsAfter -= e != nullptr && e->row >= 0;
+    }
+  }
   for (int64_t i = 0; i < n; ++i) {
     if (floorMod(ids[i], worldSize) != rank) continue;
     if (replace) {
