@@ -101,6 +101,34 @@ describe('hb.estimator.memoryPlan', () => {
     expect(table.slots.size).toBe(0);
   });
 
+  test('a plan leaves an optimizer made outside the modelFn as it was: training after it makes real slots', async () => {
+    const optimizer = new hb.train.AdagradOptimizer({ learningRate: 0.1 });
+    const user = fc.embeddingColumn(fc.categoricalColumnWithIdentity('user', 10), 2);
+    const estimator = new hb.estimator.Estimator({ modelFn: modelOf([user], () => optimizer), config: quiet() });
+    const batch = { features: { user: BigInt64Array.of(1n, 2n) }, labels: Float32Array.of(0, 1) };
+    const plan = await hb.estimator.memoryPlan(estimator, batch);
+    expect(plan.tables.map((t) => t.name)).toEqual(['user_embedding/embedding_weights']);
+    await estimator.train(() => [batch, batch], { maxSteps: 2 });
+    expect(estimator.globalStep).toBe(2);
+    const slot = user.embeddingTable.slots.get('user_embedding/embedding_weights/Adagrad')!;
+    expect(Array.from((await slot.data()) as Float32Array).some((x) => x > 0.1)).toBe(true);
+  });
+
+  test('a fixed and a dynamic table of one name in one model are refused, not one read as the other', async () => {
+    const fixed = fc.embeddingColumn(fc.categoricalColumnWithIdentity('user', 100), 4);
+    const dynamic = fc.embeddingColumn(fc.categoricalColumnWithIdentity('user'), 4);
+    // Two layers (DenseFeatures refuses one column name twice in one layer).
+    const modelFn: hb.estimator.ModelFn = (features, labels, mode) => {
+      const x = hb.math.concat([fc.DenseFeatures([fixed])(features), fc.DenseFeatures([dynamic])(features)], 1);
+      const loss = hb.losses.sigmoidCrossEntropy(labels, hb.layers.dense(x, 1));
+      return hb.estimator.EstimatorSpec({ mode, loss, trainOp: new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss) });
+    };
+    const estimator = new hb.estimator.Estimator({ modelFn, config: quiet() });
+    const batch = { features: { user: BigInt64Array.of(1n, 2n) }, labels: Float32Array.of(0, 1) };
+    await expect(hb.estimator.memoryPlan(estimator, batch)).rejects.toThrow(/two embedding tables are named 'user_embedding\/embedding_weights' in one model \(one fixed, one dynamic\)/);
+    await expect(estimator.train(() => [batch], { maxSteps: 1 })).rejects.toThrow(/one fixed, one dynamic/);
+  });
+
   test('bad arguments are refused', async () => {
     await expect(hb.estimator.memoryPlan({} as never, sample)).rejects.toThrow(/estimator must be an hb.estimator.Estimator/);
     const estimator = new hb.estimator.Estimator({ modelFn: modelOf([], () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })), config: quiet() });

@@ -111,7 +111,9 @@ async function plan(configFile: string | undefined): Promise<void> {
   await iterator.return?.(undefined);
   if (first.done) throw new Error(`hb-ts plan: ${configFile ?? 'defaults'}: the training input gives no batch`);
   const memory = await memoryPlan(run.estimator, first.value);
+  // Rank 0 prints the plan; every other rank what does not fit on it.
   if (context().rank === 0) console.log(formatMemoryPlan(memory));
+  else for (const problem of memory.problems) console.log(`does not fit on rank ${context().rank}: ${problem}`);
   if (memory.problems.length > 0) process.exitCode = 2;
   if (context().worldSize > 1) await shutdown();
 }

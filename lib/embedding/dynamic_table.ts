@@ -178,7 +178,7 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
   private inGraph(graph: Graph): DynamicEmbeddingTable {
     // Planned: one row stands for the rows to come (their bytes are per row, not reserved).
     const made = () => (isPlanning() ? plannedTableRows(this, 1, 'cpu') : this.variableOn());
-    const pool = graph.store.adopt(this.name, made, [-1, this.spec.dim]);
+    const pool = graph.store.adopt(this.name, made, [-1, this.spec.dim], (existing) => (existing.slotOwner instanceof DynamicEmbeddingTable ? undefined : 'one fixed, one dynamic'));
     return pool.slotOwner instanceof DynamicEmbeddingTable ? pool.slotOwner : this;
   }
 

@@ -171,7 +171,7 @@ export class EmbeddingTable implements SlotOwner {
   /** The rows as `graph`'s model holds them (planned ones while it is planned). */
   private graphVariableOf(graph: Graph): Variable {
     const made = () => (isPlanning() ? plannedTableRows(this, this.localRows, this.placement.device === '' ? graph.device : this.placement.device) : this.variableOn(graph.device));
-    return graph.store.adopt(this.name, made, [this.localRows, this.spec.dim]);
+    return graph.store.adopt(this.name, made, [this.localRows, this.spec.dim], (existing) => ((existing.slotOwner as { dynamic?: boolean } | undefined)?.dynamic ? 'one fixed, one dynamic' : undefined));
   }
 
   graphVariable(graph: Graph): SymbolicTensor {

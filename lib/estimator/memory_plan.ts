@@ -78,9 +78,15 @@ export function hostFreeBytes(): number {
   return os.freemem();
 }
 
-/** A device's free memory now (undefined when it cannot be asked). */
+/**
+ * A device's free memory now (undefined when it cannot be asked). The host's is shared by
+ * the ranks hb-ts launch started on it (LOCAL_WORLD_SIZE): each is given its share.
+ */
 export function freeBytesOf(device: string): number | undefined {
-  if (device === 'cpu') return hostFreeBytes();
+  if (device === 'cpu') {
+    const local = Number(process.env.LOCAL_WORLD_SIZE);
+    return Math.floor(hostFreeBytes() / (Number.isSafeInteger(local) && local > 1 ? local : 1));
+  }
   try {
     return native.cudaMemoryInfo(device).free;
   } catch {

@@ -90,9 +90,11 @@ export class VariableStore {
    * shape (`shape`, its width: two embedding columns of one categorical column with
    * different dimensions) is refused rather than read as the other.
    */
-  adopt(name: string, made: () => Variable, shape?: readonly number[]): Variable {
+  adopt(name: string, made: () => Variable, shape?: readonly number[], conflict?: (existing: Variable) => string | undefined): Variable {
     const existing = this.variables.get(name);
     if (existing) {
+      const why = conflict?.(existing);
+      if (why !== undefined) throw new Error(`two embedding tables are named '${name}' in one model (${why}): give each its own categorical column`);
       // shape[0] -1: any number of rows (a dynamic table's pool).
       if (shape !== undefined && (existing.shape.slice(1).join() !== shape.slice(1).join() || (shape[0] >= 0 && existing.shape[0] !== shape[0]))) {
         throw new Error(

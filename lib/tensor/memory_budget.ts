@@ -3,6 +3,7 @@
 // device's free memory before they are allocated, so a model that cannot fit stops
 // before its largest tables are made, with what it needed, instead of failing (or
 // swapping) in the middle of an allocation.
+import { AsyncLocalStorage } from 'async_hooks';
 import { formatBytes } from './format_bytes';
 
 interface DeviceBudget {
@@ -10,29 +11,29 @@ interface DeviceBudget {
   used: number;
 }
 
-let budget: Map<string, DeviceBudget> | undefined;
-let freeOf: ((device: string) => number | undefined) | undefined;
+interface Budget {
+  devices: Map<string, DeviceBudget>;
+  freeOf: (device: string) => number | undefined;
+}
+
+// Follows the build through its awaits (and only it): another model built meanwhile is
+// not counted against it.
+const current = new AsyncLocalStorage<Budget>();
 
 /** Runs `build` counting the tables it makes against `free(device)` (undefined: not counted). */
-export async function withMemoryBudget<T>(free: (device: string) => number | undefined, build: () => Promise<T>): Promise<T> {
-  const outer = [budget, freeOf] as const;
-  budget = new Map();
-  freeOf = free;
-  try {
-    return await build();
-  } finally {
-    [budget, freeOf] = outer;
-  }
+export function withMemoryBudget<T>(free: (device: string) => number | undefined, build: () => Promise<T>): Promise<T> {
+  return current.run({ devices: new Map(), freeOf: free }, build);
 }
 
 /** Counts `bytes` of `what` on `device`; throws, before anything is allocated, when they do not fit. */
 export function reserveMemory(device: string, bytes: number, what: string): void {
-  if (!budget || !freeOf) return;
-  let b = budget.get(device);
+  const budget = current.getStore();
+  if (!budget) return;
+  let b = budget.devices.get(device);
   if (!b) {
-    const free = freeOf(device);
+    const free = budget.freeOf(device);
     if (free === undefined) return;
-    budget.set(device, (b = { free, used: 0 }));
+    budget.devices.set(device, (b = { free, used: 0 }));
   }
   if (b.used + bytes > b.free) {
     throw new Error(

@@ -1,4 +1,5 @@
 // hb.variable: a tensor that owns its memory and that optimizers update in place.
+import { AsyncLocalStorage } from 'async_hooks';
 import { resolveDevice } from '../backend';
 import { Initializer } from '../initializers/initializers';
 import { seedFor } from '../initializers/random_seed';
@@ -85,21 +86,18 @@ export class Variable extends Tensor {
 // While a model is planned (hb.estimator.memoryPlan), variables are made without memory:
 // a handle with the shape and dtype they would have, which graph building reads and
 // nothing runs on.
-let planning = 0;
+// The flag follows the planning build through its awaits (and only it), so a model
+// trained meanwhile makes real variables.
+const planning = new AsyncLocalStorage<boolean>();
 
 /** @internal Runs `build` with variables made without memory (see isPlanning). */
-export async function withPlannedVariables<T>(build: () => Promise<T>): Promise<T> {
-  planning++;
-  try {
-    return await build();
-  } finally {
-    planning--;
-  }
+export function withPlannedVariables<T>(build: () => Promise<T>): Promise<T> {
+  return planning.run(true, build);
 }
 
 /** @internal Whether variables made now are planned ones. */
 export function isPlanning(): boolean {
-  return planning > 0;
+  return planning.getStore() === true;
 }
 
 /** @internal A variable of `shape` without memory, for a planned model. */

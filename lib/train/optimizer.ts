@@ -4,7 +4,7 @@ import { constant } from '../initializers/initializers';
 import { native, NativeOptimizerHyper } from '../native';
 import { IndexedSlices } from '../tensor/indexed_slices';
 import { Tensor } from '../tensor/tensor';
-import { Variable, variable } from '../tensor/variable';
+import { isPlanning, Variable, variable } from '../tensor/variable';
 import { gradients } from '../graph/autodiff';
 import { SymbolicTensor, VariableStore } from '../graph/graph';
 import { denseApply, sparseApply } from '../graph/ops/apply_gradients';
@@ -166,7 +166,10 @@ export abstract class Optimizer {
   }
 
   private slotsFor(v: Variable, store?: VariableStore): Variable[] {
-    let byName = this.slots.get(v);
+    // A model being planned gets slots without memory, kept out of this optimizer's own:
+    // a later real build must make real ones.
+    const planning = isPlanning();
+    let byName = planning ? undefined : this.slots.get(v);
     if (byName && store) {
       // Slots made before (an eager applyGradients) still belong in the model's checkpoints.
       for (const slot of byName.values()) if (!store.slots.has(slot.name)) store.slots.set(slot.name, slot);
@@ -182,7 +185,7 @@ export abstract class Optimizer {
       // Registered once all are made: a failure leaves no half-named set behind.
       made.forEach((slot) => store?.slots.set(slot.name, slot));
       byName = new Map(specs.map((spec, i) => [spec.name, made[i]]));
-      this.slots.set(v, byName);
+      if (!planning) this.slots.set(v, byName);
     }
     return [...byName.values()];
   }
