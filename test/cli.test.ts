@@ -147,6 +147,11 @@ describe('npx hb-ts train on files', () => {
       [{ trainFiles: fixture, model: 'dlrm', features: { C1: { type: 'hashed', hashBucketSize: 10 } } }, /dlrmModelFn: inputs\.numeric must name at least one dense column/],
       [{ trainFiles: fixture, features: { I1: { type: 'numeric' } } }, /features has no categorical feature/],
       [{ epochs: 2 }, /epochs is a setting for files, but trainFiles is not set/],
+      [{ trainFiles: fixture, tables: [{ name: 'C1', vocabularySize: 10 }] }, /tables is a setting for generated data, but trainFiles is set/],
+      [{ tables: [] }, /tables must be a non-empty array of \{ name, vocabularySize, hotness, alpha \}/],
+      [{ tables: [{ name: 'C1', vocabularySize: '10' }] }, /tables\[0\]\.vocabularySize must be an integer >= 1, got "10" \(a string\)/],
+      [{ trainFiles: fixture, features: { C1: { type: 'toString' } } }, /features\.C1\.type must be 'numeric', 'hashed', 'vocabulary' or 'identity', got "toString"/],
+      [{ trainFiles: fixture, features: { I1: { type: 'numeric', normalizer: 'log' } } }, /features\.I1\.normalizer must be 'log1p' or 'none', got "log"/],
     ];
     for (const [config, message] of cases) {
       const file = writeConfig('bad.json', config);

@@ -172,10 +172,7 @@ export function readTrainConfig(file?: string, command = 'train'): TrainConfig {
   config.labelField = check.string('labelField') ?? config.labelField;
   config.features = check.features('features');
   config.numDense = check.integer('numDense', 0) ?? config.numDense;
-  if (given.tables !== undefined) {
-    if (!Array.isArray(given.tables)) throw new TypeError(`${where}: tables must be an array of { name, vocabularySize, hotness, alpha }, got ${shownValue(given.tables)}`);
-    config.tables = given.tables as TrainConfig['tables'];
-  }
+  if (given.tables !== undefined) config.tables = checkTables(given.tables, where);
   for (const key of ['trainSamples', 'evalSamples', 'embeddingDim', 'batchSize', 'epochs', 'crossLayers'] as const) config[key] = check.integer(key, 1) ?? config[key];
   for (const key of ['bottomMlp', 'topMlp', 'hiddenUnits'] as const) config[key] = check.sizes(key) ?? config[key];
   config.maxSteps = check.integer('maxSteps', 0);
@@ -192,11 +189,42 @@ export function readTrainConfig(file?: string, command = 'train'): TrainConfig {
     for (const key of ['evalFiles', 'format', 'features', 'epochs'] as const) {
       if (given[key] !== undefined) throw new Error(`${where}: ${key} is a setting for files, but trainFiles is not set (without it hb-ts train uses generated data)`);
     }
+  } else {
+    for (const key of ['numDense', 'tables', 'trainSamples', 'evalSamples'] as const) {
+      if (given[key] !== undefined) throw new Error(`${where}: ${key} is a setting for generated data, but trainFiles is set (the files' columns are described by features)`);
+    }
   }
   if (config.model === 'dlrm' && config.bottomMlp[config.bottomMlp.length - 1] !== config.embeddingDim) {
     throw new Error(`${where}: bottomMlp must end at embeddingDim (${config.embeddingDim}) for dlrm, got [${config.bottomMlp}]`);
   }
   return config;
+}
+
+/** Generated data's tables, each { name, vocabularySize, hotness, alpha } checked. */
+function checkTables(value: unknown, where: string): TrainConfig['tables'] {
+  const shape = 'a non-empty array of { name, vocabularySize, hotness, alpha }';
+  if (!Array.isArray(value) || value.length === 0) {
+    const message = `${where}: tables must be ${shape}, got ${shownValue(value)}`;
+    throw Array.isArray(value) ? new Error(message) : new TypeError(message);
+  }
+  return value.map((t: unknown, i) => {
+    const at = `${where}: tables[${i}]`;
+    if (t === null || typeof t !== 'object' || Array.isArray(t)) throw new TypeError(`${at} must be { name, vocabularySize, hotness, alpha }, got ${shownValue(t)}`);
+    const { name, vocabularySize, hotness = 1, alpha = 1.1, ...rest } = t as Record<string, unknown>;
+    const extra = Object.keys(rest);
+    if (extra.length > 0) throw new Error(`${at}: unknown key '${extra[0]}'; a table takes name, vocabularySize, hotness, alpha`);
+    if (typeof name !== 'string' || name === '') throw new TypeError(`${at}.name must be a non-empty string, got ${shownValue(name)}`);
+    if (!Number.isSafeInteger(vocabularySize) || (vocabularySize as number) < 1) {
+      const message = `${at}.vocabularySize must be an integer >= 1, got ${shownValue(vocabularySize)}`;
+      throw typeof vocabularySize === 'number' ? new Error(message) : new TypeError(message);
+    }
+    const hotOk = (h: unknown) => Number.isSafeInteger(h) && (h as number) >= 1;
+    if (!(hotOk(hotness) || (Array.isArray(hotness) && hotness.length === 2 && hotness.every(hotOk) && hotness[0] <= hotness[1]))) {
+      throw new Error(`${at}.hotness must be an integer >= 1 or [min, max], got ${shownValue(hotness)}`);
+    }
+    if (typeof alpha !== 'number' || !Number.isFinite(alpha) || alpha < 0) throw new Error(`${at}.alpha must be a number >= 0, got ${shownValue(alpha)}`);
+    return { name, vocabularySize: vocabularySize as number, hotness: hotness as number | [number, number], alpha };
+  });
 }
 
 /** Reads one setting at a time, each error naming the file and the setting. */
@@ -262,8 +290,10 @@ class SettingChecker {
       const at = `${key}.${column}`;
       if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) this.fail(at, 'a spec object ({ "type": ... })', spec, true);
       const type = (spec as { type?: unknown }).type as FeatureSpec['type'];
+      if (typeof type !== 'string' || !Object.hasOwn(FEATURE_KEYS, type)) this.fail(`${at}.type`, "'numeric', 'hashed', 'vocabulary' or 'identity'", type, typeof type !== 'string');
       const known = FEATURE_KEYS[type];
-      if (known === undefined) this.fail(`${at}.type`, "'numeric', 'hashed', 'vocabulary' or 'identity'", type, typeof type !== 'string');
+      const normalizer = (spec as { normalizer?: unknown }).normalizer;
+      if (type === 'numeric' && normalizer !== undefined && normalizer !== 'log1p' && normalizer !== 'none') this.fail(`${at}.normalizer`, "'log1p' or 'none'", normalizer, typeof normalizer !== 'string');
       for (const option of Object.keys(spec as object)) {
         // emb* options are checked by embeddingColumn, with its names and values.
         if (known.includes(option) || (type !== 'numeric' && option.startsWith('emb') && option !== 'embeddingDim')) continue;

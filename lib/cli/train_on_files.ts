@@ -21,7 +21,8 @@ export function filesOf(globs: string[], baseDir: string, setting: string, where
     if (matched.length === 0) throw new Error(`${where}: ${setting}: no file matches '${glob}' (relative to ${baseDir})`);
     files.push(...matched);
   }
-  return files;
+  // Globs that overlap name a file once: an epoch reads each file once.
+  return [...new Set(files)];
 }
 
 export function formatOf(config: TrainConfig, files: string[]): DataFormat {
