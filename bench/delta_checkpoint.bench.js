@@ -69,16 +69,23 @@ function* stepInput() {
     // save again, timed: the baseline.
     const grown = estimatorOf(makeColumn(), { saveCheckpointsSteps: 0 });
     await grown.train(growInput, { steps: Math.ceil(rows / growBatch) });
-    const full = await timed(() => grown.saveCheckpoint(false));
-    // Restored from it, `steps` steps with a delta after each (the full one as base), and
-    // the last delta saved again, timed.
+    const full = { ...(await timed(() => grown.saveCheckpoint(false))), step: grown.globalStep };
+    // Restored from it, `steps` steps, and at the last (from a hook, before the end of
+    // training saves a full checkpoint again) a delta against the full one, timed.
     const column = makeColumn();
-    const trained = estimatorOf(column, { saveCheckpointsSteps: 0, saveDeltaSteps: 1 });
-    await trained.train(stepInput, { steps });
-    const delta = await timed(() => trained.saveCheckpoint(true));
-    const loaded = await hb.estimator.loadCheckpoint(delta.file);
-    if (loaded.metadata.hb_delta_base === undefined) throw new Error('the timed save was not a delta');
-    const changed = loaded.tensors.get(`${column.embeddingTable.name}/ids`).shape[0];
+    const trained = estimatorOf(column, { saveCheckpointsSteps: 0 });
+    let delta;
+    let changed = 0;
+    const timeDelta = {
+      afterRun: async ({ globalStep }) => {
+        if (globalStep !== full.step + steps) return;
+        delta = await timed(() => trained.saveCheckpoint(true));
+        const loaded = await hb.estimator.loadCheckpoint(delta.file);
+        if (loaded.metadata.hb_delta_base === undefined) throw new Error('the timed save was not a delta');
+        changed = loaded.tensors.get(`${column.embeddingTable.name}/ids`).shape[0];
+      },
+    };
+    await trained.train(stepInput, { steps, hooks: [timeDelta] });
     console.log(`dynamic table: ${column.embeddingTable.stats().rows} rows x ${dim} (Adagrad slot beside), then ${steps} step(s) of ${batch} power-law ids`);
     console.log(`full save:  ${(full.bytes / 2 ** 20).toFixed(1)} MiB in ${full.seconds.toFixed(3)} s`);
     console.log(`delta save: ${(delta.bytes / 2 ** 20).toFixed(2)} MiB in ${delta.seconds.toFixed(3)} s (${changed} rows changed)`);
