@@ -205,7 +205,7 @@ export class CheckpointManager {
   /**
    * `candidate` with its base opened when it is a delta; a delta whose base does not open
    * (rotated out, corrupt) is refused and the next older checkpoint tried, as a corrupt
-   * one is. undefined when none is left.
+   * one is. undefined for no candidate; throws when every one left was refused.
    */
   private async withBase(candidate: OpenedCheckpoint | undefined): Promise<OpenedCheckpoint | undefined> {
     const skipped = candidate?.skipped;
