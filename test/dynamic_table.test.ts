@@ -158,6 +158,11 @@ describe('dynamic tables', () => {
     // A zero row through the dense layer: its bias alone.
     expect(predictions).toHaveLength(1);
     expect(Array.from(await rowsOf(col.embeddingTable, [100]))).toEqual([0, 0, 0, 0]);
+    // Eager lookups take int32 ids as int64 ones.
+    const asInt32 = await col.embeddingTable.lookup(new hb.Ragged(Int32Array.of(1, 2, 100), Int32Array.of(0, 1, 3)), { combiner: 'sum' });
+    const asInt64 = await col.embeddingTable.lookup(new hb.Ragged(BigInt64Array.of(1n, 2n, 100n), Int32Array.of(0, 1, 3)), { combiner: 'sum' });
+    expect(Array.from((await asInt32.data()) as Float32Array)).toEqual(Array.from((await asInt64.data()) as Float32Array));
+    expect(Array.from((await asInt32.data()) as Float32Array).some((x) => x !== 0)).toBe(true);
   });
 
   test('admission and eviction by age count exactly on a scripted stream', async () => {

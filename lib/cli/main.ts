@@ -184,6 +184,18 @@ async function runLaunch(flags: LaunchFlags, script: string, args: string[]): Pr
   process.exitCode = result.exitCode;
 }
 
+/**
+ * `hb-ts <command> [config] --nproc-per-node N`: a launcher of N workers running the same
+ * command when asked for several and not one itself, else the command here.
+ */
+async function onEveryRank(command: string, config: string | undefined, flags: Partial<LaunchFlags>, run: (config: string | undefined) => Promise<void>): Promise<void> {
+  if (flags.nprocPerNode !== undefined && process.env.RANK === undefined && (flags.nprocPerNode > 1 || (flags.nnodes ?? 1) > 1)) {
+    await runLaunch(flags as LaunchFlags, path.resolve(__dirname, '..', '..', 'bin', 'hb-ts.js'), [command, ...(config ? [path.resolve(config)] : [])]);
+    return;
+  }
+  await run(config);
+}
+
 export async function main(argv: string[]): Promise<void> {
   const program = new Command();
   program
@@ -198,27 +210,13 @@ export async function main(argv: string[]): Promise<void> {
       .argument('[config]', 'a JSON file of settings (listed below); default: DLRM on generated data')
       .description('train a model and print loss, AUC and throughput (--nproc-per-node N: on N local processes)')
       .addHelpText('after', `\nSettings of the config file (a JSON object; every one optional):\n${settingsHelp()}`),
-  ).action(async (config: string | undefined, flags: Partial<LaunchFlags>) => {
-    // A launcher when asked for workers and not one itself.
-    if (flags.nprocPerNode !== undefined && process.env.RANK === undefined && (flags.nprocPerNode > 1 || (flags.nnodes ?? 1) > 1)) {
-      const args = ['train', ...(config ? [path.resolve(config)] : [])];
-      await runLaunch(flags as LaunchFlags, path.resolve(__dirname, '..', '..', 'bin', 'hb-ts.js'), args);
-      return;
-    }
-    await train(config);
-  });
+  ).action((config: string | undefined, flags: Partial<LaunchFlags>) => onEveryRank('train', config, flags, train));
   withLaunchOptions(
     program
       .command('plan')
       .argument('[config]', 'the JSON file of settings `hb-ts train` takes; default: DLRM on generated data')
       .description("the memory the training run would need, per device and per table (parameters, slots, hash, exchange), beside each device's free memory; exits 2 when it does not fit"),
-  ).action(async (config: string | undefined, flags: Partial<LaunchFlags>) => {
-    if (flags.nprocPerNode !== undefined && process.env.RANK === undefined && (flags.nprocPerNode > 1 || (flags.nnodes ?? 1) > 1)) {
-      await runLaunch(flags as LaunchFlags, path.resolve(__dirname, '..', '..', 'bin', 'hb-ts.js'), ['plan', ...(config ? [path.resolve(config)] : [])]);
-      return;
-    }
-    await plan(config);
-  });
+  ).action((config: string | undefined, flags: Partial<LaunchFlags>) => onEveryRank('plan', config, flags, plan));
   program
     .command('info')
     .description('what was built and what this machine has')

@@ -131,7 +131,8 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
   override async lookup(ids: Ragged, options: LookupOptions): Promise<Tensor> {
     this.refuseEagerShardOfDynamic('lookup');
     const name = options.name ?? this.name;
-    const values = ids.values instanceof BigInt64Array ? ids.values : BigInt64Array.from(ids.values as Int32Array, (x) => BigInt(x));
+    // int32 ids widened natively (no per-id loop here); int64 taken as they are.
+    const values = native.featureRawIds(`embedding table '${this.name}': ids`, ids.values as Int32Array | BigInt64Array);
     const idsT = new Tensor(native.tensorFromTypedArray(values, [values.length], 'cpu'));
     const splitsT = new Tensor(native.tensorFromTypedArray(ids.rowSplits, [ids.rowSplits.length], 'cpu'));
     const owned: Tensor[] = [idsT, splitsT];

@@ -48,7 +48,8 @@ export function regularSplits(rows: number, width: number): Int32Array {
 
 /** Numbers as float32: typed arrays convert in one engine call (bigints need Number()). */
 export function toFloat32(values: Float32Array | Float64Array | Int32Array | BigInt64Array): Float32Array {
-  if (values instanceof Float32Array) return values;
+  // By dtype: a Float32Array made by the addon fails instanceof, and would be copied for nothing.
+  if (dtypeOfTypedArray(values) === 'float32') return values as Float32Array;
   if (dtypeOfTypedArray(values) === 'int64') return Float32Array.from(values as BigInt64Array, Number);
   return new Float32Array(values as Float64Array | Int32Array);
 }
