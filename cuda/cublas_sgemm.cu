@@ -12,6 +12,10 @@
 #include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 
+#if defined(HB_CUDA_EMULATED)
+#include "cuda/emulation/emulated_cublas.h"
+#endif
+
 namespace hb {
 namespace cuda {
 
@@ -28,6 +32,12 @@ const CublasApi& cublasApi() {
   static CublasApi api;
   static std::string error;
   std::call_once(once, [] {
+#if defined(HB_CUDA_EMULATED)
+    api.create = &cuda_emulation::cublasCreate;
+    api.setStream = &cuda_emulation::cublasSetStream;
+    api.sgemm = &cuda_emulation::cublasSgemm;
+    return;
+#endif
     void* library = cublasLibrary();
     if (library == nullptr) {
       error = cublasStatus().error;

@@ -18,6 +18,9 @@ namespace hb {
 namespace cuda {
 
 bool compiled();
+// True in builds made with HB_CUDA_EMULATE=ON: the CUDA code paths run on an emulated
+// device whose kernels execute on host threads (cuda/emulation/). Never chosen by default.
+bool emulated();
 // The number of usable devices; 0 with the reason in *whyNone when there are none.
 int deviceCount(std::string* whyNone);
 std::string deviceName(int device);

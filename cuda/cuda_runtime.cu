@@ -14,6 +14,14 @@ thread_local bool onExecutorThread = false;
 
 bool compiled() { return true; }
 
+bool emulated() {
+#if defined(HB_CUDA_EMULATED)
+  return true;
+#else
+  return false;
+#endif
+}
+
 int deviceCount(std::string* whyNone) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);

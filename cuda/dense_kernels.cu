@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "cuda/dense_kernels.h"
 #include "cuda/element_launch.h"
 #include "native/core/buffer.h"
@@ -164,7 +165,7 @@ void binary(int device, int32_t op, const float* a, const float* b, float* out, 
   if (n == 0) return;
   cudaStream_t stream = computeStream(device);
   withBinaryOp(op, [&](auto tag) {
-    binaryKernel<decltype(tag)::value><<<elementBlocks(n), kElementThreads, 0, stream>>>(a, b, out, n, index);
+    launchKernel(binaryKernel<decltype(tag)::value>, elementBlocks(n), kElementThreads, 0, stream, a, b, out, n, index);
   });
   launched("binary");
 }
@@ -173,7 +174,7 @@ void unary(int device, int32_t op, float constant, const float* x, float* y, int
   if (n == 0) return;
   cudaStream_t stream = computeStream(device);
   withUnaryOp(op, [&](auto tag) {
-    unaryKernel<decltype(tag)::value><<<elementBlocks(n), kElementThreads, 0, stream>>>(x, y, n, constant);
+    launchKernel(unaryKernel<decltype(tag)::value>, elementBlocks(n), kElementThreads, 0, stream, x, y, n, constant);
   });
   launched("unary");
 }
@@ -182,7 +183,7 @@ void unaryGrad(int device, int32_t op, const float* dy, const float* v, float* d
   if (n == 0) return;
   cudaStream_t stream = computeStream(device);
   withUnaryOp(op, [&](auto tag) {
-    unaryGradKernel<decltype(tag)::value><<<elementBlocks(n), kElementThreads, 0, stream>>>(dy, v, dx, n);
+    launchKernel(unaryGradKernel<decltype(tag)::value>, elementBlocks(n), kElementThreads, 0, stream, dy, v, dx, n);
   });
   launched("unary_grad");
 }
@@ -202,9 +203,9 @@ void reduceToShape(int device, const RunLayout& runs, const float* in, float* ou
   // Freed in stream order, after the kernels queued here have read it.
   std::shared_ptr<Buffer> partial = Buffer::allocate(Device::cuda(device), size_t(blocks * outputs) * sizeof(float));
   float* sums = static_cast<float*>(partial->data());
-  reduceBlocks<<<elementBlocks(outputs * blocks), kElementThreads, 0, stream>>>(s, in, sums, outputs, terms, blocks);
+  launchKernel(reduceBlocks, elementBlocks(outputs * blocks), kElementThreads, 0, stream, s, in, sums, outputs, terms, blocks);
   launched("reduce_to_shape");
-  reduceCombine<<<elementBlocks(outputs), kElementThreads, 0, stream>>>(sums, out, outputs, blocks, scale);
+  launchKernel(reduceCombine, elementBlocks(outputs), kElementThreads, 0, stream, sums, out, outputs, blocks, scale);
   launched("reduce_to_shape");
 }
 
@@ -221,13 +222,13 @@ void broadcastTo(int device, const RunLayout& runs, const float* in, float* out,
     step *= runs.size[k];
   }
   if (n == 0) return;
-  broadcastKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(s, kept, in, out, n, scale);
+  launchKernel(broadcastKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), s, kept, in, out, n, scale);
   launched("broadcast_to");
 }
 
 void scaledCopy(int device, const float* in, float* out, int64_t n, float scale) {
   if (n == 0) return;
-  scaledCopyKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(in, out, n, scale);
+  launchKernel(scaledCopyKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), in, out, n, scale);
   launched("scaled copy");
 }
 
@@ -247,20 +248,20 @@ void copyRows(int device, const float* in, int64_t inStride, float* out, int64_t
 
 void sigmoidCrossEntropy(int device, const float* labels, const float* logits, float* out, int64_t n) {
   if (n == 0) return;
-  sigmoidXentKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(labels, logits, out, n);
+  launchKernel(sigmoidXentKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), labels, logits, out, n);
   launched("sigmoid_xent");
 }
 
 void sigmoidCrossEntropyGrad(int device, const float* dy, const float* labels, const float* logits, float* dx, int64_t n) {
   if (n == 0) return;
-  sigmoidXentGradKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(dy, labels, logits, dx, n);
+  launchKernel(sigmoidXentGradKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), dy, labels, logits, dx, n);
   launched("sigmoid_xent_grad");
 }
 
 void dotInteraction(int device, const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
   const int64_t n = batch * features * features;
   if (n == 0 || features < 2) return;
-  dotInteractionKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(t, z, batch, features, width);
+  launchKernel(dotInteractionKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), t, z, batch, features, width);
   launched("dot_interaction");
 }
 
@@ -268,7 +269,7 @@ void dotInteractionGrad(int device, const float* dz, const float* t, float* dt, 
                         int64_t width) {
   const int64_t n = batch * features * width;
   if (n == 0) return;
-  dotInteractionGradKernel<<<elementBlocks(n), kElementThreads, 0, computeStream(device)>>>(dz, t, dt, batch, features, width);
+  launchKernel(dotInteractionGradKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), dz, t, dt, batch, features, width);
   launched("dot_interaction_grad");
 }
 

@@ -23,6 +23,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "cuda/device_scratch.h"
 #include "cuda/radix_sort.h"
 #include "native/core/status.h"
@@ -112,7 +113,7 @@ Segments segmentsOf(int device, cudaStream_t stream, const K* keys, int64_t n, K
   Scratch sortedKeys(device, size_t(n) * sizeof(K));
   {
     Scratch positions(device, size_t(n) * sizeof(int32_t));
-    iota<<<gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream>>>(positions.as<int32_t>(), n);
+    launchKernel(iota, gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream, positions.as<int32_t>(), n);
     sortPairs(device, stream, keys, sortedKeys.as<K>(), positions.as<int32_t>(), s.entries.as<int32_t>(), n, endBit);
   }
   Scratch runKeys(device, size_t(n) * sizeof(K));
@@ -139,8 +140,7 @@ Segments segmentsOf(int device, cudaStream_t stream, const K* keys, int64_t n, K
                                         int(n + 1), stream),
           "cub::DeviceScan::ExclusiveSum");
   }
-  describeSegments<<<gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
-      runKeys.as<K>(), numRuns.as<int32_t>(), n, sentinel, s.rows.as<int64_t>(), s.count.as<int32_t>());
+  launchKernel(describeSegments<K>, gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream, runKeys.as<K>(), numRuns.as<int32_t>(), n, sentinel, s.rows.as<int64_t>(), s.count.as<int32_t>());
   check(cudaGetLastError(), "segment kernels");
   return s;
 }
@@ -263,7 +263,7 @@ __global__ void segmentColumns(Source source, SegmentView s, int64_t width, Sink
 template <typename Source>
 __global__ void segmentRows(Source source, SegmentView s, int64_t width, Sink sink, const float* table,
                             float* globalRows) {
-  extern __shared__ float shared[];
+  float* shared = dynamicSharedMemory<float>();
   float* unitRow = globalRows ? globalRows + int64_t(blockIdx.x) * 2 * width : shared;
   float* sumRow = unitRow + width;
   const int64_t segments = s.count[0];
@@ -333,14 +333,14 @@ void launchSegments(int device, cudaStream_t stream, const Source& source, const
                     int64_t width, const Sink& sink, bool wholeRows, const float* table) {
   const SegmentView view = viewOf(segments);
   if (!wholeRows) {
-    segmentColumns<<<gridFor(n * width, kThreads, kMaxBlocks), kThreads, 0, stream>>>(source, view, width, sink);
+    launchKernel(segmentColumns<Source>, gridFor(n * width, kThreads, kMaxBlocks), kThreads, 0, stream, source, view, width, sink);
     check(cudaGetLastError(), "segment sum kernel");
     return;
   }
   const int threads = int(std::min<int64_t>(kThreads, (width + 31) / 32 * 32));
   if (width <= kMaxSharedWidth) {
     const unsigned blocks = gridFor(n, 1, kMaxRowBlocks);
-    segmentRows<<<blocks, threads, size_t(2 * width) * sizeof(float), stream>>>(source, view, width, sink, table, nullptr);
+    launchKernel(segmentRows<Source>, blocks, threads, size_t(2 * width) * sizeof(float), stream, source, view, width, sink, table, nullptr);
     check(cudaGetLastError(), "segment row kernel");
     return;
   }
@@ -348,7 +348,7 @@ void launchSegments(int device, cudaStream_t stream, const Source& source, const
   const int64_t perBlock = 2 * width;
   const unsigned blocks = gridFor(n, 1, std::max<int64_t>(1, (int64_t(64) << 20) / perBlock));
   Scratch rows(device, size_t(blocks) * size_t(perBlock) * sizeof(float));
-  segmentRows<<<blocks, threads, 0, stream>>>(source, view, width, sink, table, rows.as<float>());
+  launchKernel(segmentRows<Source>, blocks, threads, 0, stream, source, view, width, sink, table, rows.as<float>());
   check(cudaGetLastError(), "segment row kernel");
 }
 
@@ -366,9 +366,9 @@ template <typename Apply>
 void sparseUpdate(cudaStream_t stream, const OptimizerHyper& h, const OptimizerTarget& t, const Apply& apply) {
   const bool denseAdam = h.kind == OptimizerKind::Adam && !h.lazy;
   const int64_t total = t.rows * t.width;
-  if (denseAdam && total > 0) adamDecayAll<<<gridFor(total, kThreads, kMaxBlocks), kThreads, 0, stream>>>(h, t);
+  if (denseAdam && total > 0) launchKernel(adamDecayAll, gridFor(total, kThreads, kMaxBlocks), kThreads, 0, stream, h, t);
   apply();
-  if (denseAdam && total > 0) adamMoveAll<<<gridFor(total, kThreads, kMaxBlocks), kThreads, 0, stream>>>(h, t);
+  if (denseAdam && total > 0) launchKernel(adamMoveAll, gridFor(total, kThreads, kMaxBlocks), kThreads, 0, stream, h, t);
   check(cudaGetLastError(), "sparse update kernels");
 }
 
@@ -459,13 +459,11 @@ void stageLookups(int device, cudaStream_t stream, const std::vector<EmbeddingLo
       const unsigned blocks = gridFor(a.batch, kThreads, kMaxBlocks);
       const bool weighted = a.weights != nullptr;
       if (a.idsAreInt64) {
-        prepareBags<int64_t, K><<<blocks, kThreads, 0, stream>>>(
-            staged->ids[l].as<int64_t>(), staged->splits[l].as<int32_t>(), a.batch, weighted, a.combiner, outGrads[l],
+        launchKernel(prepareBags<int64_t, K>, blocks, kThreads, 0, stream, staged->ids[l].as<int64_t>(), staged->splits[l].as<int32_t>(), a.batch, weighted, a.combiner, outGrads[l],
             a.dim, int32_t(l), entryOffset, bagOffset, sentinel, staged->keys.as<K>(), staged->bagOf.as<int32_t>(),
             staged->weightOf.as<float>(), staged->bags.as<BagInfo>());
       } else {
-        prepareBags<int32_t, K><<<blocks, kThreads, 0, stream>>>(
-            staged->ids[l].as<int32_t>(), staged->splits[l].as<int32_t>(), a.batch, weighted, a.combiner, outGrads[l],
+        launchKernel(prepareBags<int32_t, K>, blocks, kThreads, 0, stream, staged->ids[l].as<int32_t>(), staged->splits[l].as<int32_t>(), a.batch, weighted, a.combiner, outGrads[l],
             a.dim, int32_t(l), entryOffset, bagOffset, sentinel, staged->keys.as<K>(), staged->bagOf.as<int32_t>(),
             staged->weightOf.as<float>(), staged->bags.as<BagInfo>());
       }
@@ -511,7 +509,7 @@ RowGradients lookupBackwardTyped(int device, const EmbeddingLookupArgs& args, co
   {
     Scratch first(device, size_t(n) * sizeof(uint32_t)), sortedFirst(device, size_t(n) * sizeof(uint32_t));
     Scratch index(device, size_t(n) * sizeof(int32_t));
-    firstEntries<<<gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream>>>(view, n, first.as<uint32_t>(),
+    launchKernel(firstEntries, gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream, view, n, first.as<uint32_t>(),
                                                                             index.as<int32_t>());
     sortPairs(device, stream, first.as<uint32_t>(), sortedFirst.as<uint32_t>(), index.as<int32_t>(),
               order.as<int32_t>(), n, bitsFor(uint64_t(n)));
@@ -529,7 +527,7 @@ RowGradients lookupBackwardTyped(int device, const EmbeddingLookupArgs& args, co
     sink.order = order.as<int32_t>();
     launchSegments(device, stream, staged.source(), segments, count, dim, sink, staged.clipped, args.table);
     Scratch rows(device, size_t(count) * sizeof(int64_t));
-    orderedRows<<<gridFor(count, kThreads, kMaxBlocks), kThreads, 0, stream>>>(view, order.as<int32_t>(), count,
+    launchKernel(orderedRows, gridFor(count, kThreads, kMaxBlocks), kThreads, 0, stream, view, order.as<int32_t>(), count,
                                                                               rows.as<int64_t>());
     check(cudaGetLastError(), "embedding backward kernels");
     check(cudaMemcpyAsync(out.rows.data(), rows.as<int64_t>(), size_t(count) * sizeof(int64_t), cudaMemcpyDeviceToHost,
@@ -554,7 +552,7 @@ void lookupBackwardApplyTyped(int device, const OptimizerHyper& h, const Optimiz
     stageLookups<K>(device, stream, lookups, outGrads, sentinel, &staged);
     segments = segmentsOf<K>(device, stream, staged.keys.as<K>(), n, sentinel);
     if (lookups.size() > 1) {
-      markSpans<<<gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream>>>(staged.source(), viewOf(segments),
+      launchKernel(markSpans<LookupSource>, gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream, staged.source(), viewOf(segments),
                                                                           segments.count.as<int32_t>() + 1);
     }
   }
@@ -589,11 +587,11 @@ void applyIndexedSlicesTyped(int device, const OptimizerHyper& h, const Optimize
     Scratch staged(device, idBytes), keys(device, size_t(n) * sizeof(K));
     toDevice(staged.as<void>(), indices, idBytes, stream);
     const unsigned blocks = gridFor(n, kThreads, kMaxBlocks);
-    if (indicesAreInt64) sliceKeys<<<blocks, kThreads, 0, stream>>>(staged.as<int64_t>(), n, keys.as<K>());
-    else sliceKeys<<<blocks, kThreads, 0, stream>>>(staged.as<int32_t>(), n, keys.as<K>());
+    if (indicesAreInt64) launchKernel(sliceKeys<int64_t, K>, blocks, kThreads, 0, stream, staged.as<int64_t>(), n, keys.as<K>());
+    else launchKernel(sliceKeys<int32_t, K>, blocks, kThreads, 0, stream, staged.as<int32_t>(), n, keys.as<K>());
     check(cudaGetLastError(), "IndexedSlices keys");
     segments = segmentsOf<K>(device, stream, keys.as<K>(), n, sentinel);
-    markSpans<<<blocks, kThreads, 0, stream>>>(SliceSource{values, t.width}, viewOf(segments),
+    launchKernel(markSpans<SliceSource>, blocks, kThreads, 0, stream, SliceSource{values, t.width}, viewOf(segments),
                                                segments.count.as<int32_t>() + 1);
   }
   sparseUpdate(stream, h, t, [&] {

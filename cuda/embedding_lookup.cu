@@ -3,6 +3,7 @@
 // as the CPU kernel and, with the shared round-to-nearest helpers, to the same bits.
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "native/kernels/embedding_combine.h"
 
 namespace hb {
@@ -83,9 +84,9 @@ template <typename Id, bool kWeighted, bool kClipped>
 void launch(const EmbeddingLookupArgs& a, cudaStream_t stream) {
   const unsigned blocks = unsigned((a.batch + kBagsPerBlock - 1) / kBagsPerBlock);
   if (a.dim % 4 == 0) {
-    lookupKernel<Id, kWeighted, kClipped, 4><<<blocks, kBagsPerBlock * kWarp, 0, stream>>>(a);
+    launchKernel(lookupKernel<Id, kWeighted, kClipped, 4>, blocks, kBagsPerBlock * kWarp, 0, stream, a);
   } else {
-    lookupKernel<Id, kWeighted, kClipped, 1><<<blocks, kBagsPerBlock * kWarp, 0, stream>>>(a);
+    launchKernel(lookupKernel<Id, kWeighted, kClipped, 1>, blocks, kBagsPerBlock * kWarp, 0, stream, a);
   }
 }
 

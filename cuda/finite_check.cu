@@ -2,6 +2,7 @@
 // into the minimum, so the first one is found whatever the schedule.
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "native/kernels/finite_check.h"
 
 namespace hb {
@@ -28,7 +29,7 @@ int64_t firstNonFinite(int device, const float* x, int64_t n) {
     check(cudaMemcpyAsync(first, &none, sizeof none, cudaMemcpyHostToDevice, stream), "firstNonFinite");
     const int threads = 256;
     const int blocks = int(std::min<int64_t>((n + threads - 1) / threads, 4096));
-    firstNonFiniteKernel<<<blocks, threads, 0, stream>>>(x, n, first);
+    launchKernel(firstNonFiniteKernel, blocks, threads, 0, stream, x, n, first);
     check(cudaGetLastError(), "firstNonFinite launch");
     check(cudaMemcpyAsync(&found, first, sizeof found, cudaMemcpyDeviceToHost, stream), "firstNonFinite");
     check(cudaStreamSynchronize(stream), "firstNonFinite");

@@ -63,6 +63,12 @@ const Cublas& openedCublas() {
   static Cublas cublas;
   std::call_once(once, [] {
     LibraryStatus& status = cublas.status;
+#if defined(HB_CUDA_EMULATED)
+    // The emulated device's memory is host memory: a real cuBLAS must never see it.
+    status.loaded = true;
+    status.version = "emulated (hb-ts's CPU sgemm)";
+    return;
+#endif
     OpenedLibrary lib = openFirst({"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"});
     if (lib.handle == nullptr) {
       status.error = lib.error;
@@ -101,6 +107,10 @@ const Nccl& openedNccl() {
   static Nccl nccl;
   std::call_once(once, [] {
     LibraryStatus& status = nccl.status;
+#if defined(HB_CUDA_EMULATED)
+    status.error = "NCCL is not emulated in this build (HB_CUDA_EMULATE=ON); CUDA tensors take the Gloo backend";
+    return;
+#endif
     OpenedLibrary lib = openFirst({"libnccl.so.2", "libnccl.so"});
     if (lib.handle == nullptr) {
       status.error = lib.error;

@@ -4,6 +4,7 @@
 // embedding_backward.cu.
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "cuda/element_launch.h"
 #include "native/kernels/optimizer_rules.h"
 
@@ -34,9 +35,9 @@ void applyDense(int device, const OptimizerHyper& h, const OptimizerTarget& t, c
   const int64_t total = t.rows * t.width;
   if (total == 0) return;  // also: no launch of 0 blocks
   if (h.kind == OptimizerKind::RowwiseAdagrad) {
-    denseRowwise<<<elementBlocks(t.rows), kElementThreads, 0, context.compute>>>(h, t, grad);
+    launchKernel(denseRowwise, elementBlocks(t.rows), kElementThreads, 0, context.compute, h, t, grad);
   } else {
-    denseElements<<<elementBlocks(total), kElementThreads, 0, context.compute>>>(h, t, grad);
+    launchKernel(denseElements, elementBlocks(total), kElementThreads, 0, context.compute, h, t, grad);
   }
   finish(context.compute, "dense optimizer update");
 }

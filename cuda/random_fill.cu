@@ -1,5 +1,6 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "native/kernels/random_fill.h"
 
 namespace hb {
@@ -19,7 +20,7 @@ void fill(int device, float* out, int64_t n, const FillSpec& spec) {
   DeviceContext& context = useDevice(device);
   const int64_t threads = 256;
   const int64_t blocks = (n + threads - 1) / threads;
-  fillKernel<<<unsigned(blocks < 65535 ? blocks : 65535), unsigned(threads), 0, context.compute>>>(out, n, spec);
+  launchKernel(fillKernel, unsigned(blocks < 65535 ? blocks : 65535), unsigned(threads), 0, context.compute, out, n, spec);
   check(cudaGetLastError(), "fill kernel launch");
   check(cudaStreamSynchronize(context.compute), "fill kernel");
 }

@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "cuda/device_scratch.h"
 #include "native/kernels/string_hash.h"
 
@@ -79,7 +80,7 @@ void fingerprintByteRanges(int device, const uint8_t* hostBytes, int64_t byteCou
   const DrainOnExit drain{stream};
   copyIn(stream, bytes.as<void>(), hostBytes + base, size_t(end - base), "fingerprint64 on CUDA: copying the bytes");
   copyIn(stream, offsets.as<void>(), hostOffsets, size_t(n + 1) * sizeof(int64_t), "fingerprint64 on CUDA: copying the offsets");
-  hashByteRanges<<<blocksFor(n), kThreads, 0, stream>>>(bytes.as<const uint8_t>(), offsets.as<const int64_t>(), base, n,
+  launchKernel(hashByteRanges, blocksFor(n), kThreads, 0, stream, bytes.as<const uint8_t>(), offsets.as<const int64_t>(), base, n,
                                                        numBuckets, out.as<uint64_t>());
   finish(stream, hostOut, out, n, "fingerprint64 on CUDA (byte ranges)");
 }
@@ -94,9 +95,9 @@ void fingerprintDecimal(int device, const void* hostValues, bool int64, int64_t 
   const DrainOnExit drain{stream};
   copyIn(stream, values.as<void>(), hostValues, valueBytes, "fingerprint64 on CUDA: copying the integers");
   if (int64) {
-    hashDecimal<int64_t><<<blocksFor(n), kThreads, 0, stream>>>(values.as<const int64_t>(), n, numBuckets, out.as<uint64_t>());
+    launchKernel(hashDecimal<int64_t>, blocksFor(n), kThreads, 0, stream, values.as<const int64_t>(), n, numBuckets, out.as<uint64_t>());
   } else {
-    hashDecimal<int32_t><<<blocksFor(n), kThreads, 0, stream>>>(values.as<const int32_t>(), n, numBuckets, out.as<uint64_t>());
+    launchKernel(hashDecimal<int32_t>, blocksFor(n), kThreads, 0, stream, values.as<const int32_t>(), n, numBuckets, out.as<uint64_t>());
   }
   finish(stream, hostOut, out, n, "fingerprint64 on CUDA (integers)");
 }

@@ -5,6 +5,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "cuda/device_scratch.h"
 #include "cuda/element_launch.h"
 #include "cuda/radix_sort.h"
@@ -63,10 +64,10 @@ int64_t uniqueTyped(int device, const Id* ids, int64_t n, Id* uniqueIds, int32_t
   cudaStream_t stream = context.compute;
   Scratch positions(device, n * sizeof(int32_t)), sortedPositions(device, n * sizeof(int32_t));
   Scratch sortedIds(device, n * sizeof(Id)), heads(device, n * sizeof(int32_t)), runOf(device, n * sizeof(int32_t));
-  iota<<<elementBlocks(n), kElementThreads, 0, stream>>>(positions.as<int32_t>(), n);
+  launchKernel(iota, elementBlocks(n), kElementThreads, 0, stream, positions.as<int32_t>(), n);
   sortPairs(device, stream, ids, sortedIds.as<Id>(), positions.as<int32_t>(), sortedPositions.as<int32_t>(), n,
             int(sizeof(Id) * 8));
-  markRunHeads<<<elementBlocks(n), kElementThreads, 0, stream>>>(sortedIds.as<Id>(), n, heads.as<int32_t>());
+  launchKernel(markRunHeads<Id>, elementBlocks(n), kElementThreads, 0, stream, sortedIds.as<Id>(), n, heads.as<int32_t>());
   size_t scanBytes = 0;
   check(cub::DeviceScan::InclusiveSum(nullptr, scanBytes, heads.as<int32_t>(), runOf.as<int32_t>(), int(n), stream),
         "cub::DeviceScan::InclusiveSum");
@@ -81,18 +82,18 @@ int64_t uniqueTyped(int device, const Id* ids, int64_t n, Id* uniqueIds, int32_t
         "cudaMemcpyAsync");
   check(cudaStreamSynchronize(stream), "unique");
   // runOf counted heads from 1; make it 0-based.
-  decrement<<<elementBlocks(n), kElementThreads, 0, stream>>>(runOf.as<int32_t>(), n);
+  launchKernel(decrement, elementBlocks(n), kElementThreads, 0, stream, runOf.as<int32_t>(), n);
   Scratch firstPosition(device, runs * sizeof(int32_t)), runId(device, runs * sizeof(Id));
-  describeRuns<<<elementBlocks(n), kElementThreads, 0, stream>>>(sortedIds.as<Id>(), sortedPositions.as<int32_t>(), heads.as<int32_t>(),
+  launchKernel(describeRuns<Id>, elementBlocks(n), kElementThreads, 0, stream, sortedIds.as<Id>(), sortedPositions.as<int32_t>(), heads.as<int32_t>(),
                                                      runOf.as<int32_t>(), n, firstPosition.as<int32_t>(), runId.as<Id>());
   Scratch runIndex(device, runs * sizeof(int32_t)), sortedFirst(device, runs * sizeof(int32_t)),
       runOrder(device, runs * sizeof(int32_t)), rankOfRun(device, runs * sizeof(int32_t));
-  iota<<<elementBlocks(runs), kElementThreads, 0, stream>>>(runIndex.as<int32_t>(), runs);
+  launchKernel(iota, elementBlocks(runs), kElementThreads, 0, stream, runIndex.as<int32_t>(), runs);
   sortPairs(device, stream, firstPosition.as<int32_t>(), sortedFirst.as<int32_t>(), runIndex.as<int32_t>(),
             runOrder.as<int32_t>(), runs, 32);
-  emitUnique<<<elementBlocks(runs), kElementThreads, 0, stream>>>(runOrder.as<int32_t>(), runId.as<Id>(), runs,
+  launchKernel(emitUnique<Id>, elementBlocks(runs), kElementThreads, 0, stream, runOrder.as<int32_t>(), runId.as<Id>(), runs,
                                                       rankOfRun.as<int32_t>(), uniqueIds);
-  emitInverse<<<elementBlocks(n), kElementThreads, 0, stream>>>(sortedPositions.as<int32_t>(), runOf.as<int32_t>(),
+  launchKernel(emitInverse, elementBlocks(n), kElementThreads, 0, stream, sortedPositions.as<int32_t>(), runOf.as<int32_t>(),
                                                     rankOfRun.as<int32_t>(), n, inverse);
   check(cudaGetLastError(), "unique kernels");
   check(cudaStreamSynchronize(stream), "unique");
@@ -125,13 +126,13 @@ void partitionTyped(int device, const Id* ids, int64_t n, int32_t worldSize, Id*
   if (n > 0) {
     Scratch owners(device, n * sizeof(int32_t)), sortedOwners(device, n * sizeof(int32_t));
     Scratch positions(device, n * sizeof(int32_t)), permutation(device, n * sizeof(int32_t));
-    ownersOf<<<elementBlocks(n), kElementThreads, 0, stream>>>(ids, n, worldSize, owners.as<int32_t>(), sizes);
-    iota<<<elementBlocks(n), kElementThreads, 0, stream>>>(positions.as<int32_t>(), n);
+    launchKernel(ownersOf<Id>, elementBlocks(n), kElementThreads, 0, stream, ids, n, worldSize, owners.as<int32_t>(), sizes);
+    launchKernel(iota, elementBlocks(n), kElementThreads, 0, stream, positions.as<int32_t>(), n);
     int endBit = 1;
     while (endBit < 31 && (int64_t(1) << endBit) < worldSize) ++endBit;
     sortPairs(device, stream, owners.as<int32_t>(), sortedOwners.as<int32_t>(), positions.as<int32_t>(),
               permutation.as<int32_t>(), n, endBit);
-    gatherByOwner<<<elementBlocks(n), kElementThreads, 0, stream>>>(ids, permutation.as<int32_t>(), n, outIds, restore);
+    launchKernel(gatherByOwner<Id>, elementBlocks(n), kElementThreads, 0, stream, ids, permutation.as<int32_t>(), n, outIds, restore);
   }
   check(cudaGetLastError(), "partitionByOwner kernels");
   check(cudaStreamSynchronize(stream), "partitionByOwner");

@@ -1,6 +1,7 @@
 // native/kernels/wire_cast.h on the GPU: one thread per value.
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/kernel_launch.h"
 #include "native/kernels/wire_cast.h"
 
 namespace hb {
@@ -26,7 +27,7 @@ void packWire(int device, const float* in, uint16_t* out, int64_t n, bool bfloat
   if (n == 0) return;
   DeviceContext& context = useDevice(device);
   cudaStream_t stream = streamForThisThread(context);
-  packWireKernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(in, out, n, bfloat16);
+  launchKernel(packWireKernel, unsigned((n + kThreads - 1) / kThreads), kThreads, 0, stream, in, out, n, bfloat16);
   check(cudaGetLastError(), "packWire launch");
   check(cudaStreamSynchronize(stream), "packWire");
 }
@@ -35,7 +36,7 @@ void unpackWire(int device, const uint16_t* in, float* out, int64_t n, bool bflo
   if (n == 0) return;
   DeviceContext& context = useDevice(device);
   cudaStream_t stream = streamForThisThread(context);
-  unpackWireKernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(in, out, n, bfloat16);
+  launchKernel(unpackWireKernel, unsigned((n + kThreads - 1) / kThreads), kThreads, 0, stream, in, out, n, bfloat16);
   check(cudaGetLastError(), "unpackWire launch");
   check(cudaStreamSynchronize(stream), "unpackWire");
 }

@@ -1,9 +1,10 @@
 // hb.backend(), hb.setDevice() and the current device. Nothing is chosen when a module
 // is imported: the device is the one hb.setDevice() named, else HB_DEVICE, else CUDA
-// when usable, else the CPU, worked out when first asked for.
+// when usable (a real GPU, not the emulated device of an HB_CUDA_EMULATE build), else
+// the CPU, worked out when first asked for.
 import { BackendReport, native } from './native';
 
-export type DeviceSpec = 'cpu' | 'cuda' | `cuda:${number}`;
+export type DeviceSpec = 'cpu' | 'cuda' | `cuda:${number}` | 'cuda-emulated';
 
 let chosen: string | undefined;
 let byDefault: string | undefined;
@@ -20,6 +21,9 @@ function defaultDevice(): string {
       wrapped.code = e.code;
       throw wrapped;
     }
+  } else if (native.backendReport().cuda.emulated) {
+    // An emulated device is for testing the CUDA kernels: slow, and never a silent choice.
+    byDefault = 'cpu';
   } else {
     try {
       byDefault = native.resolveDevice('cuda', 'default device');

@@ -36,7 +36,12 @@ export interface LibraryReport {
 
 export interface BackendReport {
   device: 'cpu' | 'cuda';
-  cuda: { compiled: boolean; deviceCount: number; error?: string };
+  /**
+   * `emulated`: a build made with HB_CUDA_EMULATE=ON, whose CUDA device runs the CUDA kernels
+   * on host threads (for testing them without a GPU); chosen only when asked for
+   * (HB_DEVICE=cuda-emulated or setDevice('cuda-emulated')), never by default.
+   */
+  cuda: { compiled: boolean; emulated: boolean; deviceCount: number; error?: string };
   nccl: LibraryReport;
   cublas: LibraryReport;
   /** CPU collectives (hb.distribute) on Gloo; `error` says why not when absent. */
@@ -142,6 +147,11 @@ export interface NativeAddon {
   backendReport(): Omit<BackendReport, 'device'>;
   /** Canonical name ('cpu' | 'cuda:N') of a usable device; throws naming `argument` otherwise. */
   resolveDevice(device: string, argument?: string): string;
+  /** The emulated CUDA device's schedule, poisoning and counters (HB_CUDA_EMULATE builds; throws elsewhere). */
+  cudaEmulation(): { scheduleSeed: number; poison: boolean; launches: number; blocks: number; threads: number };
+  setCudaEmulation(options: { scheduleSeed: number; poison: boolean }): void;
+  /** Runs one of cuda/emulation/self_test.cc's kernels on the emulated device. */
+  cudaEmulationSelfTest(name: string): { values: number[]; error: string };
   /** The GPU's name, for a usable 'cuda' / 'cuda:N'. */
   cudaDeviceName(device: string): string;
 

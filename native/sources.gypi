@@ -50,6 +50,7 @@
       "native/binding/arguments.cc",
       "native/binding/async_task.cc",
       "native/binding/backend_binding.cc",
+      "native/binding/cuda_emulation_binding.cc",
       "native/binding/embedding_binding.cc",
       "native/binding/lookup_arguments.cc",
       "native/binding/routing_binding.cc",
@@ -87,6 +88,13 @@
       "native/core/cuda_unavailable.cc",
       "native/core/cuda_dense_unavailable.cc",
       "native/distribute/nccl_unavailable.cc"
+    ],
+    "hb_cuda_emulation_sources": [
+      "cuda/emulation/fiber.cc",
+      "cuda/emulation/block_scheduler.cc",
+      "cuda/emulation/runtime.cc",
+      "cuda/emulation/emulated_cublas.cc",
+      "cuda/emulation/self_test.cc"
     ],
     "hb_cuda_sources": [
       "cuda/cuda_runtime.cu",

@@ -6,7 +6,8 @@
 // - A package that ships prebuilds/<platform>-<arch>/*.node that loads here is not
 //   compiled (unless --force or HB_BUILD_FROM_SOURCE=1).
 // - cmake-js (CMakeLists.txt) is the main build: CPU + CUDA when nvcc is found
-//   (HB_CUDA=AUTO|ON|OFF, HB_CUDA_ARCHS="80;90").
+//   (HB_CUDA=AUTO|ON|OFF, HB_CUDA_ARCHS="80;90"; HB_CUDA_EMULATE=ON runs the CUDA
+//   kernels on an emulated device, for testing them without a GPU).
 // - Without cmake, node-gyp builds the CPU-only addon from binding.gyp.
 // Env HB_BUILD_TOOL chooses the tool like --tool.
 'use strict';
@@ -33,6 +34,8 @@ function log(message) {
 function loadablePrebuild() {
   const dir = path.join(root, 'prebuilds', `${os.platform()}-${os.arch()}`);
   if (!fs.existsSync(dir)) return null;
+  // Prebuilds never emulate CUDA: HB_CUDA_EMULATE=ON asks for a build from source.
+  if ((process.env.HB_CUDA_EMULATE || 'OFF').toUpperCase() === 'ON') return null;
   const wanted = (process.env.HB_CUDA || 'AUTO').toUpperCase();
   for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.node'))) {
     const candidate = path.join(dir, file);

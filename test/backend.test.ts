@@ -2,7 +2,8 @@ import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as hb from '../lib';
-import { cudaAvailable, loadedAddonPath } from './support/devices';
+import { native } from '../lib/native';
+import { cudaAvailable, cudaEmulated, loadedAddonPath } from './support/devices';
 
 const distIndex = path.resolve(__dirname, '../dist/index.js');
 
@@ -11,11 +12,12 @@ describe('hb.backend()', () => {
     const report = hb.backend();
     expect(['cpu', 'cuda']).toContain(report.device);
     expect(typeof report.cuda.compiled).toBe('boolean');
+    expect(typeof report.cuda.emulated).toBe('boolean');
     expect(Number.isInteger(report.cuda.deviceCount)).toBe(true);
     for (const lib of [report.nccl, report.cublas]) {
       expect(typeof lib.loaded).toBe('boolean');
       // Either a version or the reason it did not load.
-      if (lib.loaded) expect(lib.version).toMatch(/^\d+\.\d+\.\d+$/);
+      if (lib.loaded) expect(lib.version).toMatch(report.cuda.emulated ? /^emulated/ : /^\d+\.\d+\.\d+$/);
       else expect(lib.error).toEqual(expect.any(String));
     }
     if (report.gloo.available) expect(report.gloo).toEqual({ available: true });
@@ -53,14 +55,18 @@ describe('hb.backend()', () => {
     });
     expect(result.status).toBe(0);
     const report = JSON.parse(result.stdout);
-    if (report.cuda.compiled && !report.nccl.loaded) {
+    if (report.cuda.compiled && !report.cuda.emulated && !report.nccl.loaded) {
       expect(report.nccl.error).toContain('/nonexistent/a:/nonexistent/b');
     }
   });
 });
 
 describe('hb.setDevice()', () => {
-  afterEach(() => hb.setDevice(cudaAvailable ? 'cuda' : 'cpu'));
+  let before: hb.DeviceSpec = 'cpu';
+  beforeEach(() => {
+    before = hb.currentDevice() as hb.DeviceSpec;
+  });
+  afterEach(() => hb.setDevice(before));
 
   test("'cpu' is always usable and becomes the current device", () => {
     hb.setDevice('cpu');
@@ -78,8 +84,31 @@ describe('hb.setDevice()', () => {
     expect(() => hb.variable([[1]], { device: 'cuda:0' })).toThrow(/variable: options\.device: 'cuda:0' requested/);
   });
 
+  test("'cuda-emulated' is the emulated device of an HB_CUDA_EMULATE build, never the default, and an Error elsewhere", () => {
+    const report = hb.backend();
+    if (!cudaEmulated) {
+      expect(report.cuda.emulated).toBe(false);
+      expect(() => hb.setDevice('cuda-emulated')).toThrow(/setDevice: 'cuda-emulated' requested, but this build of hb-ts does not emulate CUDA \(build it with HB_CUDA_EMULATE=ON/);
+      return;
+    }
+    expect(report.cuda).toMatchObject({ compiled: true, emulated: true, deviceCount: 1 });
+    expect(report.cublas.version).toMatch(/emulated/);
+    expect(report.nccl.error).toMatch(/NCCL is not emulated/);
+    // Without HB_DEVICE the emulated device is not chosen: it is for tests, and slow.
+    const started = spawnSync(process.execPath, ['-e', `console.log(require(${JSON.stringify(distIndex)}).currentDevice())`], {
+      encoding: 'utf8',
+      env: { ...process.env, HB_DEVICE: '' },
+    });
+    expect(started.stdout.trim()).toBe('cpu');
+    hb.setDevice('cuda-emulated');
+    expect(hb.currentDevice()).toBe('cuda:0');
+    expect(hb.backend().device).toBe('cuda');
+    expect(hb.tensor([1, 2]).device).toBe('cuda:0');
+    expect(native.cudaDeviceName('cuda:0')).toMatch(/emulated CUDA device/);
+  });
+
   test('a malformed device is an Error naming it', () => {
-    expect(() => hb.setDevice('gpu' as 'cpu')).toThrow(/setDevice: 'gpu' is not a device \(expected 'cpu', 'cuda' or 'cuda:N'\)/);
+    expect(() => hb.setDevice('gpu' as 'cpu')).toThrow(/setDevice: 'gpu' is not a device \(expected 'cpu', 'cuda', 'cuda:N' or 'cuda-emulated'\)/);
     expect(() => hb.setDevice('cuda:x' as 'cpu')).toThrow(/'cuda:x' is not a device/);
     expect(() => hb.setDevice(3 as unknown as 'cpu')).toThrow(/device must be a string/);
   });

@@ -252,7 +252,7 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
     const x = new Float32Array(100);
     x[42] = Number.NaN;
     const onGpu = hb.tensor(x, [100], undefined, { device: 'cuda' }).handle;
-    await expect((async () => native.kernelRun('assert_finite', [onGpu], [], {}, OP))()).rejects.toThrow(/model\/layer_1\/op: NaN or infinite value at index 42/);
+    await expect((async () => native.kernelRun('assert_finite', [onGpu], [], {}, OP))()).rejects.toThrow(/model\/layer_1\/op is NaN or infinite \(nan at index 42 of \[100\]\)/);
   });
 
   test('inputs on two devices are an Error naming the op', async () => {

@@ -65,7 +65,7 @@ describe('hb.strings', () => {
     expect(Array.from(hb.strings.toHashBucketFast(values, 5, { device: 'cpu' }))).toEqual(byDefault.map((f) => f % 5n));
     type Device = hb.strings.HashOptions['device'];
     expect(() => hb.strings.fingerprint64(values, { device: 'tpu' as Device })).toThrow(
-      /fingerprint64: options\.device: 'tpu' is not a device \(expected 'cpu', 'cuda' or 'cuda:N'\)/,
+      /fingerprint64: options\.device: 'tpu' is not a device \(expected 'cpu', 'cuda', 'cuda:N' or 'cuda-emulated'\)/,
     );
     expect(() => hb.strings.toHashBucketFast(values, 5, { device: 'tpu' as Device })).toThrow(/toHashBucketFast: options\.device: 'tpu' is not a device/);
     expect(() => hb.strings.fingerprint64(values, { device: 'cuda:x' as Device })).toThrow(/options\.device: 'cuda:x' is not a device/);

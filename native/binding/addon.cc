@@ -13,6 +13,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   initAsyncTasks(env);
   TensorHandle::define(env, exports);
   exportBackend(env, exports);
+  exportCudaEmulation(env, exports);
   exportTensor(env, exports);
   exportEmbedding(env, exports);
   exportStrings(env, exports);

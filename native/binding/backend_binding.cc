@@ -26,6 +26,7 @@ Napi::Value backendReport(const Napi::CallbackInfo& info) {
   Napi::Object report = Napi::Object::New(env);
   Napi::Object cudaReport = Napi::Object::New(env);
   cudaReport.Set("compiled", cuda::compiled());
+  cudaReport.Set("emulated", cuda::emulated());
   std::string whyNone;
   const int count = cuda::deviceCount(&whyNone);
   cudaReport.Set("deviceCount", count);

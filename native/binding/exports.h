@@ -7,6 +7,7 @@ namespace hb {
 namespace binding {
 
 void exportBackend(Napi::Env env, Napi::Object exports);
+void exportCudaEmulation(Napi::Env env, Napi::Object exports);
 void exportTensor(Napi::Env env, Napi::Object exports);
 void exportEmbedding(Napi::Env env, Napi::Object exports);
 void exportStrings(Napi::Env env, Napi::Object exports);

@@ -13,6 +13,7 @@ constexpr const char* kNotCompiled = "CUDA support is not compiled into this bui
 }  // namespace
 
 bool compiled() { return false; }
+bool emulated() { return false; }
 
 int deviceCount(std::string* whyNone) {
   if (whyNone) *whyNone = kNotCompiled;

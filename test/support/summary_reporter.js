@@ -10,6 +10,20 @@ class SummaryReporter {
     const failed = results.numFailedTests + results.numRuntimeErrorTestSuites;
     const skipped = results.numPendingTests + results.numTodoTests;
     const line = `${results.numPassedTests} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : '');
+    // Tests of describeCuda suites carry "[CUDA: <schedule>]" in their names: say how many
+    // ran, so a CI log shows the CUDA kernels executed rather than skipped.
+    let cuda = 0;
+    let emulated = false;
+    for (const file of results.testResults) {
+      for (const t of file.testResults) {
+        const match = /\[CUDA: ([^\]]*)\]/.exec(t.fullName);
+        if (match && t.status === 'passed') {
+          cuda += 1;
+          emulated = emulated || match[1].startsWith('emulated');
+        }
+      }
+    }
+    if (cuda > 0) process.stdout.write(`\nCUDA tests: ${cuda} passed on ${emulated ? 'the emulated device' : 'a GPU'}\n`);
     process.stdout.write(`\n${line}\n`);
     if (process.env.HB_TEST_SUMMARY_FILE) {
       fs.appendFileSync(

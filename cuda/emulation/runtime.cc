@@ -1,0 +1,435 @@
+// The CUDA runtime calls of cuda/emulation/include/cuda_runtime.h over host memory: one
+// device whose memory is the process's heap, streams that run their work at once (so
+// stream order holds trivially), and errors as the runtime reports them. Device memory
+// is tracked allocation by allocation, so a copy or memset that runs past an allocation,
+// a free of a pointer that is not one, and a double free are errors here as on a GPU.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "cuda/emulation/emulation_options.h"
+#include "cuda/emulation/runtime_state.h"
+#include "native/core/thread_pool.h"
+
+struct CUstream_st {
+  unsigned flags = 0;
+  std::recursive_mutex turn;
+};
+struct CUevent_st {
+  unsigned flags = 0;
+};
+
+namespace hb {
+namespace cuda_emulation {
+
+namespace {
+
+constexpr int kDevices = 1;
+constexpr size_t kAlignment = 256;  // cudaMalloc's guarantee
+
+size_t deviceCapacity() {
+  static const size_t capacity = [] {
+    const char* text = std::getenv("HB_CUDA_EMULATE_MEMORY_MIB");
+    const unsigned long long mib = text ? std::strtoull(text, nullptr, 10) : 0;
+    return size_t(mib > 0 ? mib : 16384) << 20;
+  }();
+  return capacity;
+}
+
+struct Memory {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> allocations;  // start -> bytes
+  size_t used = 0;
+  std::set<const CUstream_st*> streams;
+  std::set<const CUevent_st*> events;
+  std::string pendingFailure;  // a kernel's failure not yet reported
+};
+
+Memory& memory() {
+  static Memory* state = new Memory();  // lives as long as the process
+  return *state;
+}
+
+thread_local int currentDevice = 0;
+thread_local cudaError_t lastError = cudaSuccess;
+thread_local std::string lastMessage;  // what cudaGetErrorString says for lastMessageCode
+thread_local cudaError_t lastMessageCode = cudaSuccess;
+
+cudaError_t remember(cudaError_t error, const std::string& message = std::string()) {
+  if (error == cudaSuccess) return error;
+  lastError = error;
+  if (!message.empty() || lastMessageCode != error) {
+    lastMessage = message;
+    lastMessageCode = error;
+  }
+  return error;
+}
+
+// The failure of a kernel that ran since the last synchronizing call, if any.
+cudaError_t takeKernelFailure() {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (m.pendingFailure.empty()) return cudaSuccess;
+  lastMessage = m.pendingFailure;
+  lastMessageCode = cudaErrorLaunchFailure;
+  m.pendingFailure.clear();
+  return cudaErrorLaunchFailure;
+}
+
+bool insideAllocation(const Memory& m, uintptr_t start, size_t bytes) {
+  auto after = m.allocations.upper_bound(start);
+  if (after == m.allocations.begin()) return false;
+  const auto& [base, size] = *std::prev(after);
+  return start >= base && start - base <= size && bytes <= size - (start - base);
+}
+
+bool deviceRange(const void* pointer, size_t bytes) {
+  if (bytes == 0) return true;
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  return insideAllocation(m, reinterpret_cast<uintptr_t>(pointer), bytes);
+}
+
+cudaError_t invalid(const std::string& message) { return remember(cudaErrorInvalidValue, message); }
+
+cudaError_t allocate(void** pointer, size_t bytes) {
+  if (pointer == nullptr) return invalid("cudaMalloc: null output pointer");
+  *pointer = nullptr;
+  const size_t size = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  Memory& m = memory();
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (m.used + size > deviceCapacity()) return remember(cudaErrorMemoryAllocation);
+    m.used += size;
+  }
+  void* block = std::aligned_alloc(kAlignment, size);
+  if (block == nullptr) {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.used -= size;
+    return remember(cudaErrorMemoryAllocation);
+  }
+  // Fresh device memory holds whatever was there; poisoned, a read before the first
+  // write gives NaN / -1 instead of a plausible zero.
+  if (emulationOptions().poison) std::memset(block, 0xff, size);
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.allocations.emplace(reinterpret_cast<uintptr_t>(block), bytes);
+  *pointer = block;
+  return cudaSuccess;
+}
+
+cudaError_t release(void* pointer) {
+  if (pointer == nullptr) return cudaSuccess;
+  Memory& m = memory();
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    auto found = m.allocations.find(reinterpret_cast<uintptr_t>(pointer));
+    if (found == m.allocations.end()) {
+      return remember(cudaErrorInvalidDevicePointer,
+                      "cudaFree of a pointer that is not a live device allocation (a double free?)");
+    }
+    m.used -= (std::max<size_t>(found->second, 1) + kAlignment - 1) / kAlignment * kAlignment;
+    m.allocations.erase(found);
+  }
+  std::free(pointer);
+  return cudaSuccess;
+}
+
+cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return invalid("cudaMemcpy with a null pointer");
+  const bool dstDevice = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool srcDevice = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return invalid("cudaMemcpy: unknown kind");
+  if (dstDevice && !deviceRange(dst, bytes)) {
+    return invalid("cudaMemcpy: the destination range [" + std::to_string(bytes) + " bytes] is not inside one device allocation");
+  }
+  if (srcDevice && !deviceRange(src, bytes)) {
+    return invalid("cudaMemcpy: the source range [" + std::to_string(bytes) + " bytes] is not inside one device allocation");
+  }
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t checkStream(cudaStream_t stream) {
+  if (!isStream(stream)) {
+    return remember(cudaErrorInvalidResourceHandle, "a stream that does not exist (destroyed, or never created)");
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+void setLaunchError(cudaError_t error, const std::string& message) { remember(error, message); }
+
+void reportKernelFailure(const std::string& message) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (m.pendingFailure.empty()) m.pendingFailure = message;
+}
+
+bool isStream(cudaStream_t stream) {
+  if (stream == nullptr) return true;
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  return m.streams.count(stream) != 0;
+}
+
+bool isDeviceRange(const void* pointer, size_t bytes) { return deviceRange(pointer, bytes); }
+
+namespace {
+std::recursive_mutex& turnOf(cudaStream_t stream) {
+  static std::recursive_mutex nullStream;
+  return stream == nullptr ? nullStream : stream->turn;
+}
+}  // namespace
+
+StreamTurn::StreamTurn(cudaStream_t stream) : mutex_(&turnOf(stream)) { mutex_->lock(); }
+StreamTurn::~StreamTurn() { mutex_->unlock(); }
+
+}  // namespace cuda_emulation
+}  // namespace hb
+
+using namespace hb::cuda_emulation;
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return remember(cudaErrorInvalidValue);
+  *count = kDevices;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
+  if (properties == nullptr) return remember(cudaErrorInvalidValue);
+  if (device < 0 || device >= kDevices) return remember(cudaErrorInvalidDevice);
+  cudaDeviceProp p{};
+  std::snprintf(p.name, sizeof p.name, "hb-ts emulated CUDA device (kernels on %d host threads)", hb::threadPoolSize());
+  p.totalGlobalMem = deviceCapacity();
+  p.sharedMemPerBlock = 48 * 1024;
+  p.warpSize = 32;
+  p.maxThreadsPerBlock = 1024;
+  p.maxThreadsDim[0] = 1024;
+  p.maxThreadsDim[1] = 1024;
+  p.maxThreadsDim[2] = 64;
+  p.maxGridSize[0] = 2147483647;
+  p.maxGridSize[1] = 65535;
+  p.maxGridSize[2] = 65535;
+  p.multiProcessorCount = hb::threadPoolSize();
+  p.major = 0;
+  p.minor = 0;
+  *properties = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
+  if (value == nullptr) return remember(cudaErrorInvalidValue);
+  if (device < 0 || device >= kDevices) return remember(cudaErrorInvalidDevice);
+  switch (attribute) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; return cudaSuccess;
+    case cudaDevAttrWarpSize: *value = 32; return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount: *value = hb::threadPoolSize(); return cudaSuccess;
+    case cudaDevAttrMemoryPoolsSupported: *value = 1; return cudaSuccess;
+  }
+  return remember(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= kDevices) return remember(cudaErrorInvalidDevice);
+  currentDevice = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return remember(cudaErrorInvalidValue);
+  *device = currentDevice;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t* freeBytes, size_t* totalBytes) {
+  if (freeBytes == nullptr || totalBytes == nullptr) return remember(cudaErrorInvalidValue);
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  *totalBytes = deviceCapacity();
+  *freeBytes = deviceCapacity() - m.used;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return remember(takeKernelFailure()); }
+
+cudaError_t cudaGetLastError() {
+  cudaError_t error = lastError;
+  lastError = cudaSuccess;
+  if (error == cudaSuccess) error = takeKernelFailure();
+  return error;
+}
+
+cudaError_t cudaPeekAtLastError() {
+  if (lastError != cudaSuccess) return lastError;
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  return m.pendingFailure.empty() ? cudaSuccess : cudaErrorLaunchFailure;
+}
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorNotSupported: return "cudaErrorNotSupported";
+  }
+  return "cudaErrorUnknown";
+}
+
+// The emulation knows more than the code: the message of the last error on this thread.
+const char* cudaGetErrorString(cudaError_t error) {
+  if (error == cudaSuccess) return "no error";
+  if (error == lastMessageCode && !lastMessage.empty()) return lastMessage.c_str();
+  if (error == cudaErrorMemoryAllocation) return "out of memory (emulated device; HB_CUDA_EMULATE_MEMORY_MIB sets its size)";
+  return cudaGetErrorName(error);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
+  if (stream == nullptr) return remember(cudaErrorInvalidValue);
+  *stream = new CUstream_st();
+  (*stream)->flags = flags;
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.streams.insert(*stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (stream == nullptr) return remember(cudaErrorInvalidResourceHandle);
+  {
+    Memory& m = memory();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (m.streams.erase(stream) == 0) return remember(cudaErrorInvalidResourceHandle);
+  }
+  delete stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  { StreamTurn waitForRunningWork(stream); }
+  return remember(takeKernelFailure());
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return checkStream(stream); }
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  return cudaEventQuery(event);
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
+  if (event == nullptr) return remember(cudaErrorInvalidValue);
+  *event = new CUevent_st{flags};
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.events.insert(*event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  {
+    Memory& m = memory();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (m.events.erase(event) == 0) return remember(cudaErrorInvalidResourceHandle);
+  }
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  return cudaEventQuery(event);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) { return cudaEventQuery(event); }
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  return m.events.count(event) ? cudaSuccess : remember(cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaMalloc(void** pointer, size_t bytes) { return allocate(pointer, bytes); }
+cudaError_t cudaFree(void* pointer) { return release(pointer); }
+
+cudaError_t cudaMallocAsync(void** pointer, size_t bytes, cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  return allocate(pointer, bytes);
+}
+
+cudaError_t cudaFreeAsync(void* pointer, cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  StreamTurn inOrder(stream);
+  return release(pointer);
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (cudaError_t failed = takeKernelFailure()) return remember(failed);
+  return copy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  StreamTurn inOrder(stream);
+  return copy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  StreamTurn inOrder(stream);
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (width > dstPitch || width > srcPitch) return invalid("cudaMemcpy2D: width is larger than a pitch");
+  // Each side's rows must lie in one allocation when that side is device memory.
+  const bool dstDevice = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool srcDevice = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (dstDevice && !deviceRange(dst, dstPitch * (height - 1) + width)) {
+    return invalid("cudaMemcpy2D: the destination rows are not inside one device allocation");
+  }
+  if (srcDevice && !deviceRange(src, srcPitch * (height - 1) + width)) {
+    return invalid("cudaMemcpy2D: the source rows are not inside one device allocation");
+  }
+  for (size_t row = 0; row < height; ++row) {
+    std::memmove(static_cast<char*>(dst) + row * dstPitch, static_cast<const char*>(src) + row * srcPitch, width);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* pointer, int value, size_t bytes) { return cudaMemsetAsync(pointer, value, bytes, nullptr); }
+
+cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  StreamTurn inOrder(stream);
+  if (!deviceRange(pointer, bytes)) return invalid("cudaMemset: the range is not inside one device allocation");
+  if (bytes > 0) std::memset(pointer, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset2DAsync(void* pointer, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  StreamTurn inOrder(stream);
+  if (height == 0 || width == 0) return cudaSuccess;
+  if (width > pitch) return invalid("cudaMemset2D: width is larger than the pitch");
+  if (!deviceRange(pointer, pitch * (height - 1) + width)) {
+    return invalid("cudaMemset2D: the rows are not inside one device allocation");
+  }
+  for (size_t row = 0; row < height; ++row) std::memset(static_cast<char*>(pointer) + row * pitch, value, width);
+  return cudaSuccess;
+}

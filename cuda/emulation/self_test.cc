@@ -1,0 +1,171 @@
+#include "cuda/emulation/self_test.h"
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+#include "cuda/kernel_launch.h"
+
+namespace hb {
+namespace cuda_emulation {
+
+namespace {
+
+constexpr int kWarpValues = 8;
+
+// Per thread: the intrinsics' results, for the test to recompute from CUDA's definitions.
+__global__ void warpIntrinsics(double* out) {
+  const int tid = int(threadIdx.x);
+  const int v = int(blockIdx.x) * 100 + tid;
+  const unsigned all = __activemask();
+  double* mine = out + (int64_t(blockIdx.x) * blockDim.x + tid) * kWarpValues;
+  mine[0] = __shfl_sync(all, v, 5);
+  mine[1] = __shfl_up_sync(all, v, 1);
+  mine[2] = __shfl_down_sync(all, v, 3);
+  mine[3] = __shfl_xor_sync(all, v, 1);
+  mine[4] = __shfl_sync(all, v, 3, 8);
+  mine[5] = double(__ballot_sync(all, v % 3 == 0));
+  mine[6] = __all_sync(all, v >= 0) + 2 * __any_sync(all, v % 100 == 7);
+  int sum = v;  // a butterfly: every lane of a full warp ends with the warp's sum
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(all, sum, offset);
+  mine[7] = sum;
+}
+
+// A tree sum through shared memory: the textbook case for __syncthreads.
+template <bool kBarriers>
+__global__ void blockSum(const float* in, float* out) {
+  float* partial = hb::cuda::dynamicSharedMemory<float>();
+  const unsigned tid = threadIdx.x;
+  partial[tid] = in[blockIdx.x * blockDim.x + tid];
+  if (kBarriers) __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (tid < stride) partial[tid] += partial[tid + stride];
+    if (kBarriers) __syncthreads();
+  }
+  if (tid == 0) out[blockIdx.x] = partial[0];
+}
+
+__global__ void divergentBarrier(int* out) {
+  if (threadIdx.x < 10) return;
+  __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+__global__ void warpMaskWithExitedLanes(int* out) {
+  if (threadIdx.x >= 16) return;
+  out[threadIdx.x] = __shfl_sync(0xffffffffu, int(threadIdx.x), 0);
+}
+
+__global__ void atomics(unsigned long long* count, int* maximum, float* halves) {
+  atomicAdd(count, 1ull);
+  atomicMax(maximum, int(blockIdx.x * blockDim.x + threadIdx.x));
+  atomicAdd(halves, 0.5f);
+}
+
+__global__ void nothing(int*) {}
+
+std::string errorText(cudaError_t status) {
+  if (status == cudaSuccess) return std::string();
+  return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+}
+
+// Device memory for a self-test, freed however it ends.
+template <typename T>
+struct DeviceArray {
+  explicit DeviceArray(size_t n) : count(n) {
+    if (cudaMalloc(&data, n * sizeof(T)) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
+    cudaMemset(data, 0, n * sizeof(T));
+  }
+  ~DeviceArray() { cudaFree(data); }
+  std::vector<double> read() const {
+    std::vector<T> host(count);
+    cudaMemcpy(host.data(), data, count * sizeof(T), cudaMemcpyDeviceToHost);
+    return std::vector<double>(host.begin(), host.end());
+  }
+  T* data = nullptr;
+  size_t count;
+};
+
+SelfTestResult finish(std::vector<double> values) {
+  SelfTestResult result;
+  result.error = errorText(cudaDeviceSynchronize());
+  if (result.error.empty()) result.error = errorText(cudaGetLastError());
+  result.values = std::move(values);
+  return result;
+}
+
+}  // namespace
+
+SelfTestResult runSelfTest(const std::string& name) {
+  cudaGetLastError();
+  if (name == "warp_intrinsics") {
+    // Two blocks of 48 threads: one full warp and one of 16 lanes each.
+    DeviceArray<double> out(2 * 48 * kWarpValues);
+    hb::cuda::launchKernel(warpIntrinsics, 2, 48, 0, nullptr, out.data);
+    SelfTestResult r = finish({});
+    std::vector<double> host(out.count);
+    cudaMemcpy(host.data(), out.data, out.count * sizeof(double), cudaMemcpyDeviceToHost);
+    r.values = host;
+    return r;
+  }
+  if (name == "block_sum" || name == "block_sum_without_barriers") {
+    const int blocks = 3, threads = 256;
+    std::vector<float> input(size_t(blocks * threads));
+    for (size_t i = 0; i < input.size(); ++i) input[i] = float(i % 97);
+    DeviceArray<float> in(input.size()), out(static_cast<size_t>(blocks));
+    cudaMemcpy(in.data, input.data(), input.size() * sizeof(float), cudaMemcpyHostToDevice);
+    if (name == "block_sum") {
+      hb::cuda::launchKernel(blockSum<true>, blocks, threads, threads * sizeof(float), nullptr, in.data, out.data);
+    } else {
+      hb::cuda::launchKernel(blockSum<false>, blocks, threads, threads * sizeof(float), nullptr, in.data, out.data);
+    }
+    SelfTestResult r = finish({});
+    r.values = out.read();
+    return r;
+  }
+  if (name == "divergent_barrier") {
+    DeviceArray<int> out(64);
+    hb::cuda::launchKernel(divergentBarrier, 1, 64, 0, nullptr, out.data);
+    return finish({});
+  }
+  if (name == "warp_mask_with_exited_lanes") {
+    DeviceArray<int> out(32);
+    hb::cuda::launchKernel(warpMaskWithExitedLanes, 1, 32, 0, nullptr, out.data);
+    return finish({});
+  }
+  if (name == "atomics") {
+    DeviceArray<unsigned long long> count(1);
+    DeviceArray<int> maximum(1);
+    DeviceArray<float> halves(1);
+    hb::cuda::launchKernel(atomics, 64, 128, 0, nullptr, count.data, maximum.data, halves.data);
+    SelfTestResult r = finish({});
+    r.values = {count.read()[0], maximum.read()[0], halves.read()[0]};
+    return r;
+  }
+  if (name == "oversized_block") {
+    DeviceArray<int> out(1);
+    hb::cuda::launchKernel(nothing, 1, 2048, 0, nullptr, out.data);
+    return finish({});
+  }
+  if (name == "copy_past_allocation") {
+    DeviceArray<float> device(100);
+    std::vector<float> host(101);
+    SelfTestResult r;
+    r.error = errorText(cudaMemcpy(host.data(), device.data, 101 * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaGetLastError();
+    return r;
+  }
+  if (name == "double_free") {
+    void* pointer = nullptr;
+    cudaMalloc(&pointer, 64);
+    cudaFree(pointer);
+    SelfTestResult r;
+    r.error = errorText(cudaFree(pointer));
+    cudaGetLastError();
+    return r;
+  }
+  throw std::invalid_argument("no emulation self-test named '" + name + "'");
+}
+
+}  // namespace cuda_emulation
+}  // namespace hb
