@@ -47,8 +47,11 @@ LookupGradient runLookupBackward(const SparseLookupRequest& r, const Tensor& out
   checkLookupValues(r);
   const EmbeddingLookupArgs args = lookupBackwardArgs(r);
   const Device device = r.table.device();
-  RowGradients rows = device.isCuda() ? cuda::embeddingLookupBackward(device.index, args, outGrad.data<float>())
-                                      : embeddingLookupBackwardCpu(args, outGrad.data<float>());
+  // A table in host memory under a model on the GPU (embDevice: 'cpu'): the output's
+  // gradient comes from the device, and the CPU kernel must read a host copy of it.
+  const Tensor grad = device.isCuda() ? outGrad : onDevice(outGrad, Device::cpu());
+  RowGradients rows = device.isCuda() ? cuda::embeddingLookupBackward(device.index, args, grad.data<float>())
+                                      : embeddingLookupBackwardCpu(args, grad.data<float>());
   const int64_t n = int64_t(rows.rows.size());
   if (!device.isCuda() && r.maxNorm > 0.0f) {
     // Clipping depends only on the row, so it applies once to each row's summed gradient.
