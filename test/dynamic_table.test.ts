@@ -5,7 +5,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as hb from '../lib';
-import { pinDevice } from './support/devices';
+import { describeCuda, pinDevice } from './support/devices';
 import { cliPath, killAll, repoRoot, runNode } from './support/processes';
 
 pinDevice('cpu');
@@ -332,6 +332,35 @@ describe('dynamic tables', () => {
 
 // The native table under what a sharded step sends it (an id repeated, once per rank that
 // looked it up) and under failures that must leave it as it was.
+describeCuda('a dynamic table under a model on CUDA', () => {
+  // The table stays in host memory (its hash index and rows are host structures); the
+  // dense layers and the loss run on the device, the rows cross each step.
+  async function trainOn(device: hb.DeviceSpec, makeOptimizer: () => hb.train.Optimizer) {
+    const col = column({ embAdmitMinCount: 1 });
+    const estimator = new hb.estimator.Estimator({
+      modelFn: modelFnFor(col, makeOptimizer),
+      modelDir: tempDir(),
+      config: new hb.estimator.RunConfig({ device, log: () => undefined, progressBar: false, saveCheckpointsSteps: 1000, tfRandomSeed: 3 }),
+    });
+    const losses: number[] = [];
+    const steps: Ids[] = [[1, 2, 3, 1], [-7, 2n ** 62n, 9, 9, 0], [3, 3, 5], [0, 1, 2, -7, 5, 9]];
+    await estimator.train(() => batchesOf(steps), { maxSteps: steps.length, hooks: [{ afterRun: ({ loss }) => void losses.push(loss) }] });
+    return { estimator, col, losses, rows: await rowsOf(col.embeddingTable, [0, 1, 2, 3, 5, 9, -7, 2n ** 62n]) };
+  }
+
+  test.each([
+    ['Adagrad', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 })],
+    ['Adam (lazy)', () => new hb.train.AdamOptimizer({ learningRate: 0.05, lazy: true })],
+  ])('trains to the CPU run\'s rows and losses (%s)', async (_name, makeOptimizer) => {
+    const gpu = await trainOn('cuda', makeOptimizer);
+    const cpu = await trainOn('cpu', makeOptimizer);
+    expect(gpu.estimator.device).toBe('cuda:0');
+    expect((gpu.col.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(8);
+    gpu.losses.forEach((loss, i) => expect(Math.abs(loss - cpu.losses[i])).toBeLessThan(1e-6));
+    gpu.rows.forEach((x, i) => expect(Math.abs(x - cpu.rows[i])).toBeLessThan(1e-6));
+  });
+});
+
 describe('the native dynamic table', () => {
   const { native } = require('../lib/native') as typeof import('../lib/native');
   const seeded = { kind: 'truncatedNormal' as const, stddev: 1, seed: 3 };

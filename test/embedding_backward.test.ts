@@ -353,6 +353,17 @@ describe('the fused lookup backward + sparse update (a compiled step\'s table up
   }
 
   test('errors name the table and the argument', async () => {
+    // The tables are in host memory: so are the gradients, whatever the current device.
+    const before = hb.currentDevice() as hb.DeviceSpec;
+    hb.setDevice('cpu');
+    try {
+      await fusedErrors();
+    } finally {
+      hb.setDevice(before);
+    }
+  });
+
+  async function fusedErrors(): Promise<void> {
     const table = hb.variable(hb.initializers.zeros(), { shape: [4, 2], device: 'cpu', name: 'fused_errors' });
     const other = hb.variable(hb.initializers.zeros(), { shape: [4, 2], device: 'cpu', name: 'other' });
     const opt = new hb.train.AdagradOptimizer({ learningRate: 0.1 });
@@ -366,7 +377,7 @@ describe('the fused lookup backward + sparse update (a compiled step\'s table up
     await expect(native.lookupBackwardApply(opt.stepHyper(), table.handle, 'fused_errors', slot.handle, null, [lookup])).rejects.toThrow(/ids\.values\[1\] = 9 is out of range/);
     expect(Array.from((await table.data()) as Float32Array)).toEqual(new Array(8).fill(0));
     void other;
-  });
+  }
 });
 
 describeCuda('sparse gradients on CUDA at the edges', () => {

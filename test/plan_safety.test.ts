@@ -4,6 +4,10 @@ import { spawnSync } from 'child_process';
 import * as path from 'path';
 import * as hb from '../lib';
 import { KERNEL_REGISTRY_VERSION, native } from '../lib/native';
+import { pinDevice } from './support/devices';
+
+// The plans here run on the CPU; their parameters are made on the current device.
+pinDevice('cpu');
 
 const plan = (spec: Record<string, unknown>, params: unknown[] = []) =>
   native.planCreate({ version: KERNEL_REGISTRY_VERSION, params: [], feeds: [], steps: [], storageCount: 0, values: [], ...spec } as never, params as never);
@@ -138,7 +142,7 @@ describe('in a child process', () => {
         console.log('done');
       })();
     `;
-    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env } });
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_DEVICE: 'cpu' } });
     expect({ signal: child.signal, status: child.status, stderr: child.stderr }).toEqual({ signal: null, status: 0, stderr: '' });
     const lines = child.stdout.trim().split('\n');
     expect(lines).toHaveLength(4);

@@ -118,7 +118,7 @@ describe('hb.tensor()', () => {
         await new Promise((r) => setTimeout(r, 4000)); // the host executor idles
         console.log(JSON.stringify({ kept, idle: mb() }));
       })();`;
-    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_HOST_CACHE_MB: '1024' } });
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_HOST_CACHE_MB: '1024', HB_DEVICE: 'cpu' } });
     expect(child.status).toBe(0);
     const { kept, idle } = JSON.parse(child.stdout.trim());
     expect(kept - idle).toBeGreaterThan(250); // six 64 MiB blocks were cached, then freed

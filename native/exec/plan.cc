@@ -173,12 +173,14 @@ void Plan::validate() {
                s.name, " updates output ", o, " (", def.name, ") in place, so it must be a parameter or a temporary");
     }
     // Kernels other than Any read and write their values in the plan's memory; a table
-    // read only by Any kernels (lookups, their updates) may also be in host memory.
+    // read only by Any kernels (lookups, their updates) may also be in host memory, and
+    // Host kernels (a dynamic table's row lookup) read a parameter there in place.
     if (k.placement != KernelPlacement::Any) {
       for (const auto* ids : {&s.inputs, &s.outputs}) {
         for (int id : *ids) {
           if (id < 0 || values_[aliasRoot_[id]].kind != PlanValue::Kind::Param) continue;
           const int p = values_[aliasRoot_[id]].index;
+          if (k.placement == KernelPlacement::Host && !params_[p].device().isCuda()) continue;
           HB_CHECK_CODE(params_[p].device() == device_, Device, what, ": ", s.name, " reads '", paramSpecs_[p].name,
                         "', which is on ", params_[p].device().str(), " but the step runs on ", device_.str(),
                         "; make the model's variables on ", device_.str());
