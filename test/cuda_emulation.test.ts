@@ -87,6 +87,14 @@ describeEmulated('the emulated CUDA device', () => {
     }
   });
 
+  test("the CUDA wire cast (float16 / bfloat16) equals the CPU's on every edge, both ways", () => {
+    for (const [seed, poison] of schedules) {
+      const { values, error } = withSchedule(seed, poison, () => native.cudaEmulationSelfTest('wire_cast'));
+      expect(error).toBe('');
+      expect(values).toEqual([0, 0, 0, 0, 5 * 65536]);
+    }
+  });
+
   test('what a GPU refuses is an error: an oversized block, a copy past an allocation, a double free', () => {
     expect(native.cudaEmulationSelfTest('oversized_block').error).toMatch(/^cudaErrorInvalidConfiguration: invalid launch configuration: a block of 2048x1x1 threads/);
     expect(native.cudaEmulationSelfTest('copy_past_allocation').error).toMatch(/^cudaErrorInvalidValue: cudaMemcpy: the source range \[404 bytes\] is not inside one device allocation/);

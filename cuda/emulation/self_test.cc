@@ -2,9 +2,12 @@
 
 #include <cuda_runtime.h>
 
+#include <cstring>
 #include <stdexcept>
 
+#include "cuda/cuda_backend.h"
 #include "cuda/kernel_launch.h"
+#include "native/kernels/wire_cast.h"
 
 namespace hb {
 namespace cuda_emulation {
@@ -141,6 +144,49 @@ SelfTestResult runSelfTest(const std::string& name) {
     SelfTestResult r = finish({});
     r.values = {count.read()[0], maximum.read()[0], halves.read()[0]};
     return r;
+  }
+  if (name == "wire_cast") {
+    // cuda/wire_cast.cu runs on a GPU only under NCCL (Gloo packs on the host): here it
+    // meets the CPU kernel on every float16 / bfloat16 edge. values: the mismatches of
+    // pack (float16, bfloat16) and unpack (float16, bfloat16), then the count checked.
+    std::vector<float> input;
+    for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
+      // every bfloat16 pattern, and neighbours that round each way or tie
+      for (uint32_t low : {0u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+        const uint32_t word = (bits << 16) | low;
+        float f;
+        std::memcpy(&f, &word, 4);
+        input.push_back(f);
+      }
+    }
+    const int64_t n = int64_t(input.size());
+    DeviceArray<float> in(input.size()), back(input.size());
+    DeviceArray<uint16_t> packed(input.size());
+    cudaMemcpy(in.data, input.data(), input.size() * 4, cudaMemcpyHostToDevice);
+    std::vector<double> mismatches;
+    for (bool bfloat : {false, true}) {
+      std::vector<uint16_t> want(input.size()), got(input.size());
+      packWireCpu(input.data(), want.data(), n, bfloat);
+      hb::cuda::packWire(0, in.data, packed.data, n, bfloat);
+      cudaMemcpy(got.data(), packed.data, got.size() * 2, cudaMemcpyDeviceToHost);
+      double bad = 0;
+      for (size_t i = 0; i < got.size(); ++i) bad += got[i] != want[i];
+      mismatches.push_back(bad);
+    }
+    for (bool bfloat : {false, true}) {
+      std::vector<uint16_t> words(1u << 16);
+      for (uint32_t w = 0; w < words.size(); ++w) words[w] = uint16_t(w);
+      std::vector<float> want(words.size()), got(words.size());
+      unpackWireCpu(words.data(), want.data(), int64_t(words.size()), bfloat);
+      cudaMemcpy(packed.data, words.data(), words.size() * 2, cudaMemcpyHostToDevice);
+      hb::cuda::unpackWire(0, packed.data, back.data, int64_t(words.size()), bfloat);
+      cudaMemcpy(got.data(), back.data, got.size() * 4, cudaMemcpyDeviceToHost);
+      double bad = 0;
+      for (size_t i = 0; i < got.size(); ++i) bad += std::memcmp(&got[i], &want[i], 4) != 0;
+      mismatches.push_back(bad);
+    }
+    mismatches.push_back(double(n));
+    return finish(mismatches);
   }
   if (name == "oversized_block") {
     DeviceArray<int> out(1);
