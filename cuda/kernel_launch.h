@@ -21,6 +21,8 @@ template <typename... Params, typename... Args>
 void launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,
                   Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "launchKernel: wrong number of kernel arguments");
+  static_assert((std::is_convertible<Args&&, Params>::value && ...),
+                "launchKernel: an argument does not convert implicitly to its kernel parameter");
 #if defined(__CUDACC__)
   kernel<<<grid, block, sharedBytes, stream>>>(std::forward<Args>(args)...);
 #else

@@ -272,7 +272,8 @@ const uint3& threadIndex() { return current->index; }
 const uint3& blockIndex() { return current->block->index; }
 const dim3& blockDimension() { return current->block->launch->block; }
 const dim3& gridDimension() { return current->block->launch->grid; }
-void* dynamicShared() { return current->block->shared; }
+// Null without dynamic shared memory, so a kernel launched without it faults here too.
+void* dynamicShared() { return current->block->launch->sharedBytes == 0 ? nullptr : current->block->shared; }
 unsigned laneId() { return unsigned(current->lane); }
 
 unsigned activeMask() {
@@ -325,7 +326,8 @@ cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t strea
     return cudaErrorInvalidResourceHandle;
   }
   if (insideLaunch) {
-    setLaunchError(cudaErrorNotSupported, "a kernel launched another kernel (dynamic parallelism is not emulated)");
+    // The launching kernel's launch fails: its thread's last error is read by nobody.
+    reportKernelFailure(stream, "a kernel launched another kernel (dynamic parallelism is not emulated)");
     return cudaErrorNotSupported;
   }
   StreamTurn inOrder(stream);
@@ -341,8 +343,12 @@ cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t strea
   const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
   std::mutex failureMutex;
   std::string failure;
+  struct InsideLaunch {
+    InsideLaunch() { insideLaunch = true; }
+    ~InsideLaunch() { insideLaunch = false; }
+  };
   auto runRange = [&](uint64_t first, uint64_t last, const std::vector<uint64_t>* order) {
-    insideLaunch = true;
+    InsideLaunch inside;
     for (uint64_t i = first; i < last; ++i) {
       runBlock(l, order ? (*order)[i] : i);
       const std::string& f = worker().block.failure;
@@ -351,7 +357,6 @@ cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t strea
         if (failure.empty()) failure = f;
       }
     }
-    insideLaunch = false;
   };
   if (l.seed != 0) {
     // One host thread, blocks in a seeded order: a result that depends on which block
@@ -364,7 +369,7 @@ cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t strea
   } else {
     parallelFor(int64_t(blocks), 1, [&](int64_t first, int64_t last) { runRange(uint64_t(first), uint64_t(last), nullptr); });
   }
-  if (!failure.empty()) reportKernelFailure(failure);
+  if (!failure.empty()) reportKernelFailure(stream, failure);
   return cudaSuccess;
 }
 

@@ -17,7 +17,7 @@
 // earlier switch (or as laid out by Fiber::start).
 extern "C" void hb_emulation_switch(void** saveStack, void* loadStack);
 asm(R"(
-  .text
+  .pushsection .text
   .globl hb_emulation_switch
   .hidden hb_emulation_switch
   .type hb_emulation_switch, @function
@@ -44,6 +44,7 @@ hb_emulation_switch:
   popq %rbp
   ret
   .size hb_emulation_switch, .-hb_emulation_switch
+  .popsection
 )");
 #endif
 

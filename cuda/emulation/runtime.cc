@@ -18,6 +18,7 @@
 struct CUstream_st {
   unsigned flags = 0;
   std::recursive_mutex turn;
+  std::string failure;  // a kernel's failure, reported by the next synchronisation of this stream
 };
 struct CUevent_st {
   unsigned flags = 0;
@@ -46,7 +47,7 @@ struct Memory {
   size_t used = 0;
   std::set<const CUstream_st*> streams;
   std::set<const CUevent_st*> events;
-  std::string pendingFailure;  // a kernel's failure not yet reported
+  std::string nullStreamFailure;  // as CUstream_st::failure, for the null stream
 };
 
 Memory& memory() {
@@ -59,25 +60,39 @@ thread_local cudaError_t lastError = cudaSuccess;
 thread_local std::string lastMessage;  // what cudaGetErrorString says for lastMessageCode
 thread_local cudaError_t lastMessageCode = cudaSuccess;
 
+// Records an error for cudaGetLastError and its message for cudaGetErrorString (an empty
+// message: the generic text for the code).
 cudaError_t remember(cudaError_t error, const std::string& message = std::string()) {
   if (error == cudaSuccess) return error;
   lastError = error;
-  if (!message.empty() || lastMessageCode != error) {
-    lastMessage = message;
-    lastMessageCode = error;
-  }
+  lastMessage = message;
+  lastMessageCode = error;
   return error;
 }
 
-// The failure of a kernel that ran since the last synchronizing call, if any.
-cudaError_t takeKernelFailure() {
-  Memory& m = memory();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  if (m.pendingFailure.empty()) return cudaSuccess;
-  lastMessage = m.pendingFailure;
-  lastMessageCode = cudaErrorLaunchFailure;
-  m.pendingFailure.clear();
-  return cudaErrorLaunchFailure;
+std::string& failureOf(Memory& m, cudaStream_t stream) {
+  return stream == nullptr ? m.nullStreamFailure : stream->failure;
+}
+
+// The failure of a kernel that ran on `stream` since its last synchronisation, or on any
+// stream when `everyStream` (cudaDeviceSynchronize, the synchronous cudaMemcpy).
+cudaError_t takeKernelFailure(cudaStream_t stream, bool everyStream = false) {
+  std::string failure;
+  {
+    Memory& m = memory();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (everyStream) {
+      for (const CUstream_st* s : m.streams) {
+        std::string& f = const_cast<CUstream_st*>(s)->failure;
+        if (failure.empty() && !f.empty()) failure = f;
+        f.clear();
+      }
+    }
+    std::string& own = failureOf(m, stream);
+    if (failure.empty()) failure = own;
+    own.clear();
+  }
+  return failure.empty() ? cudaSuccess : remember(cudaErrorLaunchFailure, failure);
 }
 
 bool insideAllocation(const Memory& m, uintptr_t start, size_t bytes) {
@@ -165,10 +180,11 @@ cudaError_t checkStream(cudaStream_t stream) {
 
 void setLaunchError(cudaError_t error, const std::string& message) { remember(error, message); }
 
-void reportKernelFailure(const std::string& message) {
+void reportKernelFailure(cudaStream_t stream, const std::string& message) {
   Memory& m = memory();
   std::lock_guard<std::mutex> lock(m.mutex);
-  if (m.pendingFailure.empty()) m.pendingFailure = message;
+  std::string& failure = failureOf(m, stream);
+  if (failure.empty()) failure = message;
 }
 
 bool isStream(cudaStream_t stream) {
@@ -256,21 +272,17 @@ cudaError_t cudaMemGetInfo(size_t* freeBytes, size_t* totalBytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return remember(takeKernelFailure()); }
+cudaError_t cudaDeviceSynchronize() { return takeKernelFailure(nullptr, true); }
 
+// A refused launch or call on this thread; a kernel's failure while running is its
+// stream's, reported by that stream's next synchronisation.
 cudaError_t cudaGetLastError() {
-  cudaError_t error = lastError;
+  const cudaError_t error = lastError;
   lastError = cudaSuccess;
-  if (error == cudaSuccess) error = takeKernelFailure();
   return error;
 }
 
-cudaError_t cudaPeekAtLastError() {
-  if (lastError != cudaSuccess) return lastError;
-  Memory& m = memory();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  return m.pendingFailure.empty() ? cudaSuccess : cudaErrorLaunchFailure;
-}
+cudaError_t cudaPeekAtLastError() { return lastError; }
 
 const char* cudaGetErrorName(cudaError_t error) {
   switch (error) {
@@ -310,6 +322,8 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (stream == nullptr) return remember(cudaErrorInvalidResourceHandle);
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  { StreamTurn waitForRunningWork(stream); }  // the project never destroys a stream in use
   {
     Memory& m = memory();
     std::lock_guard<std::mutex> lock(m.mutex);
@@ -322,7 +336,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
   { StreamTurn waitForRunningWork(stream); }
-  return remember(takeKernelFailure());
+  return takeKernelFailure(stream);
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) { return checkStream(stream); }
@@ -381,7 +395,7 @@ cudaError_t cudaFreeAsync(void* pointer, cudaStream_t stream) {
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  if (cudaError_t failed = takeKernelFailure()) return remember(failed);
+  if (cudaError_t failed = takeKernelFailure(nullptr, true)) return failed;
   return copy(dst, src, bytes, kind);
 }
 

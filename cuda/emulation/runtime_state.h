@@ -13,10 +13,10 @@ namespace cuda_emulation {
 
 // A launch that was refused: returned by the next cudaGetLastError on this thread.
 void setLaunchError(cudaError_t error, const std::string& message);
-// A kernel that failed while running (a deadlock at a barrier, a thrown error):
-// returned by the next synchronizing call or cudaGetLastError, with `message` as its
-// cudaGetErrorString.
-void reportKernelFailure(const std::string& message);
+// A kernel on `stream` that failed while running (a deadlock at a barrier, a thrown
+// error): returned by the stream's next synchronisation (or cudaDeviceSynchronize, or a
+// synchronous cudaMemcpy), with `message` as its cudaGetErrorString.
+void reportKernelFailure(cudaStream_t stream, const std::string& message);
 
 bool isStream(cudaStream_t stream);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -22,15 +23,21 @@ namespace emulated {
 
 constexpr size_t kTempBytes = 256;
 
+// An invalid call, with the message cudaGetErrorString will give.
+inline cudaError_t refuse(const char* call, const char* why) {
+  hb::cuda_emulation::setLaunchError(cudaErrorInvalidValue, std::string(call) + ": " + why);
+  return cudaErrorInvalidValue;
+}
+
 // The first call sizes the temporary storage; the second must pass at least that much.
-inline bool sizing(void* temp, size_t& bytes, cudaError_t* status) {
+inline bool sizing(const char* call, void* temp, size_t& bytes, cudaError_t* status) {
   if (temp == nullptr) {
     bytes = kTempBytes;
     *status = cudaSuccess;
     return true;
   }
   if (bytes < kTempBytes || !hb::cuda_emulation::isDeviceRange(temp, kTempBytes)) {
-    *status = cudaErrorInvalidValue;
+    *status = refuse(call, "the temporary storage is smaller than the first call asked for, or not device memory");
     return true;
   }
   return false;
@@ -54,15 +61,16 @@ struct DeviceRadixSort {
   static cudaError_t SortPairs(void* temp, size_t& bytes, const K* keysIn, K* keysOut, const V* valuesIn, V* valuesOut,
                                int n, int beginBit = 0, int endBit = int(sizeof(K) * 8), cudaStream_t stream = nullptr) {
     cudaError_t status;
-    if (emulated::sizing(temp, bytes, &status)) return status;
+    constexpr const char* kCall = "cub::DeviceRadixSort::SortPairs";
+    if (emulated::sizing(kCall, temp, bytes, &status)) return status;
     if (!hb::cuda_emulation::isStream(stream) || n < 0 || beginBit < 0 || endBit > int(sizeof(K) * 8) ||
         beginBit > endBit) {
-      return cudaErrorInvalidValue;
+      return emulated::refuse(kCall, "a bad stream, count or bit range");
     }
     const size_t count = size_t(n);
     if (!emulated::device(keysIn, count * sizeof(K)) || !emulated::device(keysOut, count * sizeof(K)) ||
         !emulated::device(valuesIn, count * sizeof(V)) || !emulated::device(valuesOut, count * sizeof(V))) {
-      return cudaErrorInvalidValue;
+      return emulated::refuse(kCall, "a key or value array is not inside one device allocation");
     }
     hb::cuda_emulation::StreamTurn inOrder(stream);
     const int width = endBit - beginBit;
@@ -98,10 +106,11 @@ struct DeviceScan {
   template <typename In, typename Out>
   static cudaError_t scan(void* temp, size_t& bytes, const In* in, Out* out, int n, cudaStream_t stream, bool inclusive) {
     cudaError_t status;
-    if (emulated::sizing(temp, bytes, &status)) return status;
+    constexpr const char* kCall = "cub::DeviceScan";
+    if (emulated::sizing(kCall, temp, bytes, &status)) return status;
     if (!hb::cuda_emulation::isStream(stream) || n < 0 || !emulated::device(in, size_t(n) * sizeof(In)) ||
         !emulated::device(out, size_t(n) * sizeof(Out))) {
-      return cudaErrorInvalidValue;
+      return emulated::refuse(kCall, "a bad stream or count, or an array not inside one device allocation");
     }
     hb::cuda_emulation::StreamTurn inOrder(stream);
     Out sum = Out();
@@ -120,10 +129,11 @@ struct DeviceRunLengthEncode {
   static cudaError_t Encode(void* temp, size_t& bytes, const In* in, UniqueOut* uniqueOut, CountOut* countsOut,
                             RunsOut* numRunsOut, int n, cudaStream_t stream = nullptr) {
     cudaError_t status;
-    if (emulated::sizing(temp, bytes, &status)) return status;
+    constexpr const char* kCall = "cub::DeviceRunLengthEncode::Encode";
+    if (emulated::sizing(kCall, temp, bytes, &status)) return status;
     if (!hb::cuda_emulation::isStream(stream) || n < 0 || !emulated::device(in, size_t(n) * sizeof(In)) ||
         !emulated::device(numRunsOut, sizeof(RunsOut))) {
-      return cudaErrorInvalidValue;
+      return emulated::refuse(kCall, "a bad stream or count, or an array not inside one device allocation");
     }
     hb::cuda_emulation::StreamTurn inOrder(stream);
     int runs = 0;
@@ -132,7 +142,7 @@ struct DeviceRunLengthEncode {
     }
     if (!emulated::device(uniqueOut, size_t(runs) * sizeof(UniqueOut)) ||
         !emulated::device(countsOut, size_t(runs) * sizeof(CountOut))) {
-      return cudaErrorInvalidValue;
+      return emulated::refuse(kCall, "the runs do not fit the output arrays' device allocations");
     }
     int run = -1;
     for (int i = 0; i < n; ++i) {
