@@ -381,6 +381,57 @@ describe('the fused lookup backward + sparse update (a compiled step\'s table up
 });
 
 describeCuda('sparse gradients on CUDA at the edges', () => {
+  // 600 bags (75 lookup blocks of 8 bags; 3 blocks of 256 threads for per-entry kernels)
+  // with empty bags first, in the middle and last, the table's first and last rows, and
+  // id 7 in every bag, so one row's entries come from every block; dim 33 leaves a
+  // partial warp of columns.
+  function edgeLookup(combiner: CombinerName, weighted: boolean, maxNorm = 0): LookupSpec {
+    const random = randomSource(5);
+    const ids: bigint[] = [];
+    const splits = [0];
+    for (let bag = 0; bag < 600; bag++) {
+      if (bag !== 0 && bag !== 299 && bag !== 599) {
+        ids.push(7n, bag % 2 ? 0n : 49n, BigInt(Math.floor(random() * 50)));
+        if (bag % 5 === 0) ids.push(7n);
+      }
+      splits.push(ids.length);
+    }
+    const weights = weighted ? Float32Array.from(ids, () => random() * 2) : undefined;
+    const grad = Float32Array.from({ length: 600 * 33 }, () => random() - 0.5);
+    return { ids: BigInt64Array.from(ids), rowSplits: Int32Array.from(splits), weights, combiner, maxNorm, grad };
+  }
+
+  test.each([
+    ['sum', false, 0],
+    ['mean', true, 0],
+    ['sqrtn', true, 1.2],
+  ] as Array<[CombinerName, boolean, number]>)('table ends, empty bags and one row in every block equal the CPU bit for bit (%s, weighted %s, maxNorm %d)', async (combiner, weighted, maxNorm) => {
+    const l = edgeLookup(combiner, weighted, maxNorm);
+    const random = randomSource(9);
+    const initial = Float32Array.from({ length: 50 * 33 }, () => random() - 0.5);
+    const results = await Promise.all(['cpu', 'cuda'].map(async (device) => {
+      const table = hb.variable(initial, { shape: [50, 33], device, name: `edges_${device}` });
+      const out = await hb.nn.embeddingLookupSparse(table, raggedOf(l), { combiner, maxNorm: maxNorm || undefined });
+      const grad = await hb.nn.embeddingLookupSparseGrad(table, raggedOf(l), gradTensor(l, 33, device), { combiner, maxNorm: maxNorm || undefined });
+      const opt = new hb.train.AdagradOptimizer({ learningRate: 0.1 });
+      await fusedUpdate(opt, table, [l], device);
+      return {
+        out: (await out.data()) as Float32Array,
+        indices: Array.from(grad.indices as BigInt64Array),
+        values: (await grad.values.data()) as Float32Array,
+        state: await stateOf(opt, table),
+      };
+    }));
+    const [cpu, gpu] = results;
+    expect(bitsOf(gpu.out).equals(bitsOf(cpu.out))).toBe(true);
+    expect(Array.from(cpu.out.slice(0, 33))).toEqual(new Array(33).fill(0)); // an empty bag
+    expect(gpu.indices).toEqual(cpu.indices);
+    expect(cpu.indices).toContain(0n);
+    expect(cpu.indices).toContain(49n);
+    expect(bitsOf(gpu.values).equals(bitsOf(cpu.values))).toBe(true);
+    cpu.state.forEach((x, i) => expect(bitsOf(gpu.state[i]).equals(bitsOf(x))).toBe(true));
+  });
+
   const backwardCases: Array<[string, number, LookupOptions]> = [];
   for (const dim of [1, 64, 300]) {
     for (const combiner of ['sum', 'mean', 'sqrtn'] as const) {
