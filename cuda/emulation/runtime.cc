@@ -45,7 +45,7 @@ struct Memory {
   std::mutex mutex;
   std::map<uintptr_t, size_t> allocations;  // start -> bytes
   size_t used = 0;
-  std::set<const CUstream_st*> streams;
+  std::set<CUstream_st*> streams;
   std::set<const CUevent_st*> events;
   std::string nullStreamFailure;  // as CUstream_st::failure, for the null stream
 };
@@ -82,8 +82,8 @@ cudaError_t takeKernelFailure(cudaStream_t stream, bool everyStream = false) {
     Memory& m = memory();
     std::lock_guard<std::mutex> lock(m.mutex);
     if (everyStream) {
-      for (const CUstream_st* s : m.streams) {
-        std::string& f = const_cast<CUstream_st*>(s)->failure;
+      for (CUstream_st* s : m.streams) {
+        std::string& f = s->failure;
         if (failure.empty() && !f.empty()) failure = f;
         f.clear();
       }

@@ -192,11 +192,11 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
     globalStep = int64_t(step);
   }
   auto result = std::make_shared<Plan::RunResult>();
-  // A GPU plan may read and update tables in host memory (embDevice: 'cpu') whose
-  // initial fill or copy was queued on the CPU's executor: it waits for that work, as a
-  // task on one device waits for another device's queued writes before reading them.
+  // A GPU plan that reads and updates tables in host memory (embDevice: 'cpu', dynamic
+  // tables) waits for work queued on the CPU's executor (their initial fill, a copy), as
+  // a task on one device waits for another device's queued writes before reading them.
   std::shared_future<void> hostReady;
-  if (plan->device().isCuda()) hostReady = queueMarker(Device::cpu());
+  if (plan->readsHostParameters()) hostReady = queueMarker(Device::cpu());
   return schedule(env, plan->device(), makeTask(
       [plan, feeds, hypers, fetch, batch, result, globalStep, hostReady] {
         if (hostReady.valid()) hostReady.wait();

@@ -82,6 +82,7 @@ void Plan::validate() {
                   shapeText(spec.dtype, spec.shape), ", got ", shapeText(t.dtype, t.shape));
     HB_CHECK_CODE(!t.device().isCuda() || t.device() == device_, Device, what, ": parameter '", spec.name, "' is on ",
                   t.device().str(), " but the plan runs on ", device_.str());
+    if (device_.isCuda() && !t.device().isCuda()) readsHostParameters_ = true;
   }
   for (const PlanFeed& f : feeds_) {
     int dynamic = 0;

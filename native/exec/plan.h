@@ -86,6 +86,9 @@ class Plan {
 
   const std::vector<PlanValue>& values() const { return values_; }
   Device device() const { return device_; }
+  // A GPU plan with parameters in host memory (tables with embDevice: 'cpu', dynamic
+  // tables): its runs must wait for work queued on the CPU's executor.
+  bool readsHostParameters() const { return readsHostParameters_; }
   size_t optimizerCount() const { return optimizerCount_; }
 
  private:
@@ -96,6 +99,7 @@ class Plan {
   std::vector<PlanValue> values_;
   std::vector<PlanParam> paramSpecs_;
   std::vector<Tensor> params_;
+  bool readsHostParameters_ = false;
   std::vector<PlanFeed> feeds_;
   std::vector<PlanStep> steps_;
   std::vector<int> aliasRoot_;
