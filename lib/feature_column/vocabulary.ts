@@ -24,6 +24,18 @@ export interface VocabularyFileOptions extends VocabularyListOptions {
   vocabularySize?: number;
 }
 
+/**
+ * @internal The entries a vocabulary column was built from. Kept so that columnConfig can
+ * export the vocabulary without its file (the native table gives no keys back), and with
+ * the constructor's name, which the table's errors carry.
+ */
+export interface VocabularyEntries {
+  readonly fn: string;
+  /** Strings: their bytes as read (not necessarily UTF-8), with offsets; integers: int64. */
+  readonly values: Uint8Array | BigInt64Array;
+  readonly offsets?: Int32Array;
+}
+
 export class VocabularyCategoricalColumn implements CategoricalColumn {
   readonly keys: readonly string[];
   private readonly table: NativeVocabularyTable;
@@ -36,6 +48,8 @@ export class VocabularyCategoricalColumn implements CategoricalColumn {
     readonly defaultValue: number,
     readonly numOovBuckets: number,
     table: NativeVocabularyTable,
+    /** @internal */
+    readonly entries: VocabularyEntries,
   ) {
     this.keys = [key];
     this.table = table;
@@ -113,7 +127,23 @@ function buildColumnFrom(
 ): VocabularyCategoricalColumn {
   const { defaultValue, numOovBuckets } = checkOovAndDefault(fn, key, options);
   const table = new native.VocabularyTable(`${fn}('${key}')`, values, offsets, numOovBuckets, defaultValue);
-  return new VocabularyCategoricalColumn(key, size, dtype, defaultValue, numOovBuckets, table);
+  return new VocabularyCategoricalColumn(key, size, dtype, defaultValue, numOovBuckets, table, { fn, values, offsets });
+}
+
+/**
+ * @internal columnFromConfig's way back to a column: `fn` is the constructor that first
+ * built it. String entries come as bytes (a file's lines need not be UTF-8); integers
+ * as bigints, range-checked against the dtype as a list's are.
+ */
+export function vocabularyColumnFromEntries(
+  fn: string,
+  key: string,
+  dtype: CategoricalDType,
+  entries: { values: Uint8Array; offsets: Int32Array } | { ints: ReadonlyArray<bigint> },
+  options: VocabularyListOptions,
+): VocabularyCategoricalColumn {
+  if ('ints' in entries) return buildColumn(fn, key, entries.ints, dtype, options);
+  return buildColumnFrom(fn, key, entries.offsets.length - 1, dtype, entries, options);
 }
 
 // The file's lines as bytes, split on '\n' with a trailing '\r' dropped (TF's line
