@@ -31,5 +31,6 @@ export * as losses from './losses';
 export * as metrics from './metrics';
 export * as estimator from './estimator';
 export * as models from './models';
+export * as serving from './serving';
 export { SymbolicTensor } from './graph/graph';
 export type { RawFeature } from './graph/symbolic_features';

@@ -28,6 +28,7 @@ import { TrainHook } from './specs';
 import { TrainingProgress } from './progress';
 import { EvaluateWhen, runTrainLoop, TrainStop } from './train_loop';
 import { checkOptionKeys } from '../option_keys';
+import { ExportOptions, exportSavedModel } from './export_saved_model';
 
 export type { ModelFn } from './model_builder';
 export type { TrainStop } from './train_loop';
@@ -67,6 +68,8 @@ export class Estimator {
   /** Under a job: the ranks have checked that they restored the same step. */
   private stepAgreed = false;
   private step = 0;
+  /** The first batch a model was built on: the shape of an export's serving inputs. */
+  private exampleBatch?: Batch;
   /** Whether the global step has been read from the latest checkpoint. */
   private stepRestored = false;
   /** The checkpoint step the variables are restored from, while nothing has trained since. */
@@ -129,6 +132,7 @@ export class Estimator {
 
   /** The model of `mode`, built on first use, with its variables restored. */
   private async build(mode: Mode, example: Batch): Promise<BuiltModel> {
+    this.exampleBatch ??= example;
     await this.joinJob();
     // Under a job, the first build's restore is settled between the ranks before anything
     // is shared: a rank that could not restore, or restored another step, stops them all.
@@ -165,6 +169,34 @@ export class Estimator {
     // Under a job: every variable each rank holds whole takes rank 0's values, once.
     if (this.world.size > 1) await shareWholeVariables(this.model.store, this.shared);
     return built!;
+  }
+
+  /**
+   * Writes the PREDICT model to `exportDir/<version>/` (version: seconds since the epoch),
+   * for hb.serving.loadModel and `hb-ts serve`: the plan, the feature columns that make its
+   * inputs from raw features, and the variables of the latest checkpoint in modelDir (saved
+   * first when training ran since; a job's sharded checkpoint is read whole), or, without a
+   * modelDir, the variables as they are. Optimizer slots are left out. Returns the version
+   * directory. From one process: a job's ranks export by running the same modelFn and
+   * modelDir in a plain process.
+   */
+  async exportSavedModel(exportDir: string, options: ExportOptions = {}): Promise<string> {
+    checkOptionKeys(options, ['sampleBatch', 'tableDtype'] satisfies ReadonlyArray<keyof ExportOptions>, 'exportSavedModel');
+    if (this.modelDir) await this.restoreGlobalStep();
+    const store = this.model.store;
+    return exportSavedModel(
+      {
+        modelDir: this.modelDir,
+        world: this.world,
+        globalStep: this.step,
+        exampleBatch: this.exampleBatch,
+        exportGraph: (example) => this.model.exportGraph(example),
+        saveCheckpoint: async () => (this.checkpointItems().length > 0 ? this.saveCheckpoint() : undefined),
+        liveVariable: (name) => store.variables.get(name),
+      },
+      exportDir,
+      options,
+    );
   }
 
   /**

@@ -18,3 +18,4 @@ export type { InputFn, Batch } from './input';
 export { saveCheckpoint, loadCheckpoint, loadLatestCheckpoint, listCheckpoints } from '../io/checkpoint_file';
 export { readCheckpoint } from './read_checkpoint';
 export type { LoadedModelCheckpoint } from './read_checkpoint';
+export type { ExportOptions } from './export_saved_model';

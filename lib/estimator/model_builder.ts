@@ -106,10 +106,7 @@ export class ModelBuilder {
       fetches.push(spec.loss as SymbolicTensor);
       for (const m of Object.values(spec.evalMetricOps)) effects.push(...m.nodes);
     } else {
-      const p = spec.predictions as SymbolicTensor | Record<string, SymbolicTensor>;
-      const entries = p instanceof SymbolicTensor ? [['predictions', p] as const] : Object.entries(p);
-      for (const [k, t] of entries) {
-        if (!(t instanceof SymbolicTensor)) throw new TypeError(`EstimatorSpec: predictions.${k} must be a symbolic tensor`);
+      for (const [k, t] of predictionsOf(spec)) {
         predictionKeys.push(k);
         fetches.push(t);
       }
@@ -140,9 +137,34 @@ export class ModelBuilder {
     return { store, graph };
   }
 
+  /**
+   * The PREDICT model as an export holds it: built on `example` in a store of its own,
+   * with variables that hold no memory (their values come from a checkpoint), in one
+   * process whatever the job (no exchanges), and not made into a native plan.
+   */
+  async exportGraph(example: Batch): Promise<{ graph: Graph; predictions: Array<[string, SymbolicTensor]> }> {
+    const graph = new Graph(new VariableStore(), ModeKeys.PREDICT, 'cpu');
+    const spec = await withPlannedVariables(() =>
+      withGraphSeed(this.randomSeed, () => withGraph(graph, () => this.modelFn(symbolicFeatures(graph, example), undefined as unknown as SymbolicTensor, ModeKeys.PREDICT, this.params))),
+    );
+    if (spec === null || typeof spec !== 'object' || !('trainOps' in spec)) throw new TypeError('Estimator: modelFn must return hb.estimator.EstimatorSpec({ ... }) (mode infer)');
+    return { graph, predictions: predictionsOf(spec) };
+  }
+
   /** The optimizers of the train graph (once built), in first-use order. */
   optimizers(): Optimizer[] {
     const train = this.built.get(ModeKeys.TRAIN);
     return train ? [...new Set(train.spec.trainOps.map((op) => op.optimizer as Optimizer))] : [];
   }
+}
+
+/** A PREDICT spec's outputs by key (a single tensor is 'predictions', as TF names it). */
+function predictionsOf(spec: EstimatorSpec): Array<[string, SymbolicTensor]> {
+  const p = spec.predictions as SymbolicTensor | Record<string, SymbolicTensor> | undefined;
+  if (p === undefined || p === null) throw new TypeError('EstimatorSpec: predictions are required in PREDICT mode');
+  const entries = p instanceof SymbolicTensor ? [['predictions', p] as [string, SymbolicTensor]] : Object.entries(p);
+  for (const [k, t] of entries) {
+    if (!(t instanceof SymbolicTensor)) throw new TypeError(`EstimatorSpec: predictions.${k} must be a symbolic tensor`);
+  }
+  return entries;
 }

@@ -116,11 +116,16 @@ export abstract class LookupColumn implements DenseColumn {
     return this.embeddingTable.variable;
   }
 
+  /** Whether its table is dynamic: keyed by the categorical column's raw ids, not its buckets. */
+  get keyedByRawIds(): boolean {
+    return this.holder.dynamic;
+  }
+
   /** The ids the lookup combines: per example, or per segment with embSegmentRank > 0. */
   lookupIds(features: Features): Ragged {
     const rank = this.options.embSegmentRank;
     const input = rank === 0 ? features : segmentFeatures(features, this.keys, rank, this.name);
-    if (!this.holder.dynamic) return this.categoricalColumn.transform(input);
+    if (!this.keyedByRawIds) return this.categoricalColumn.transform(input);
     const column = this.categoricalColumn;
     if (!column.rawIds) {
       throw new Error(`feature column '${this.name}': a dynamic table (embBackend 'DYNAMIC') is keyed by raw ids, which column '${column.name}' does not give; use an identity or hash bucket column`);

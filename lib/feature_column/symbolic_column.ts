@@ -30,7 +30,7 @@ function idsFeed(column: LookupColumn, source: SymbolicFeatureSource): SymbolicR
     throw new Error(`feature column '${column.name}': embSegmentRank inside a modelFn is not supported yet (it is in eager DenseFeatures)`);
   }
   const example = column.lookupIds(source.example.features as Features);
-  return raggedFeed(source.graph, column.name, (b) => column.lookupIds(b.features as Features), example);
+  return raggedFeed(source.graph, column.name, (b) => column.lookupIds(b.features as Features), example, column);
 }
 
 function namingColumn<T>(column: DenseColumn, make: () => T): T {
@@ -92,5 +92,6 @@ export function symbolicColumn(column: DenseColumn, source: SymbolicFeatureSourc
     dtype: 'float32',
     shape: [BATCH, column.dimension],
     build: async (b) => (await column.denseValues(await readFeatures(b.features as Features))).values,
+    recipe: { kind: 'column_dense', column },
   }, column.name);
 }

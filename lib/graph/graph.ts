@@ -125,6 +125,17 @@ export class VariableStore {
   }
 }
 
+/**
+ * How a feed is made from a raw batch, as data (an export writes it, serving rebuilds the
+ * feed from it without the modelFn): a numeric feature read as it is, a lookup column's
+ * ids (one part of the ragged value its categorical column gives), or a dense column's
+ * values. `column` is the feature column object; the export serializes it.
+ */
+export type FeedRecipe =
+  | { kind: 'numeric'; key: string; width: number }
+  | { kind: 'column_ids'; part: 'ids' | 'row_splits' | 'weights'; column: unknown }
+  | { kind: 'column_dense'; column: unknown };
+
 /** A per-step input: built from the raw batch by `build` before the step runs. */
 export interface Feed {
   readonly name: string;
@@ -134,6 +145,8 @@ export interface Feed {
   build(batch: Batch): Promise<Float32Array | BigInt64Array | Int32Array> | Float32Array | BigInt64Array | Int32Array;
   /** Its value for a batch of no rows (default: no values): a ragged feed's row splits are [0]. */
   empty?(): Float32Array | BigInt64Array | Int32Array;
+  /** How it is made from a raw batch, as data; absent for feeds no export can rebuild (labels, a step's flags). */
+  readonly recipe?: FeedRecipe;
 }
 
 /** The ranks a graph's step runs on: its exchanges are compiled for this world. */

@@ -18,7 +18,7 @@ export interface SymbolicRagged {
  * `transform(batch)` fed as a ragged value. `example` (the first batch's) fixes whether
  * there are weights and the ids' dtype for the graph's life.
  */
-export function raggedFeed(graph: Graph, name: string, transform: (batch: Batch) => Ragged, example: Ragged): SymbolicRagged {
+export function raggedFeed(graph: Graph, name: string, transform: (batch: Batch) => Ragged, example: Ragged, column?: unknown): SymbolicRagged {
   // One transform per step feeds all three arrays.
   let cache: { batch: Batch; ragged: Ragged } | undefined;
   const ragged = (batch: Batch): Ragged => {
@@ -26,8 +26,10 @@ export function raggedFeed(graph: Graph, name: string, transform: (batch: Batch)
     return cache.ragged;
   };
   const idsDtype = example.values instanceof Int32Array ? 'int32' : 'int64';
-  const ids = placeholder(graph, { name, dtype: idsDtype, shape: [DYNAMIC], build: (b) => ragged(b).values }, `${name}/ids`);
-  const rowSplits = placeholder(graph, { name, dtype: 'int32', shape: [DYNAMIC], build: (b) => ragged(b).rowSplits, empty: () => Int32Array.of(0) }, `${name}/row_splits`);
+  // `column` (a lookup column) makes the feeds exportable: each part's recipe names it.
+  const recipe = (part: 'ids' | 'row_splits' | 'weights') => (column === undefined ? {} : { recipe: { kind: 'column_ids' as const, part, column } });
+  const ids = placeholder(graph, { name, dtype: idsDtype, shape: [DYNAMIC], build: (b) => ragged(b).values, ...recipe('ids') }, `${name}/ids`);
+  const rowSplits = placeholder(graph, { name, dtype: 'int32', shape: [DYNAMIC], build: (b) => ragged(b).rowSplits, empty: () => Int32Array.of(0), ...recipe('row_splits') }, `${name}/row_splits`);
   if (example.weights === undefined) return { ids, rowSplits };
   const weights = placeholder(
     graph,
@@ -40,6 +42,7 @@ export function raggedFeed(graph: Graph, name: string, transform: (batch: Batch)
         if (!w) throw new Error(`feature column '${name}': this batch has no weights, but the first one had`);
         return w;
       },
+      ...recipe('weights'),
     },
     `${name}/weights`,
   );

@@ -32,7 +32,7 @@ function numericShape(value: unknown): Shape | undefined {
   return undefined;
 }
 
-async function numericFeed(value: unknown, key: string, width: number): Promise<Float32Array> {
+export async function numericFeed(value: unknown, key: string, width: number): Promise<Float32Array> {
   let data: unknown = value;
   if (value instanceof Tensor) data = await value.data();
   if (data instanceof Float32Array) return data;
@@ -40,11 +40,12 @@ async function numericFeed(value: unknown, key: string, width: number): Promise<
   throw new TypeError(`feature '${key}': expected numbers (${width} per example) like the first batch, got ${value === undefined ? 'nothing' : (value as object).constructor?.name}`);
 }
 
-function placeholderFor(graph: Graph, key: string, value: unknown, read: (b: Batch) => unknown): SymbolicTensor | RawFeature {
+function placeholderFor(graph: Graph, key: string, value: unknown, read: (b: Batch) => unknown, isFeature: boolean): SymbolicTensor | RawFeature {
   const shape = numericShape(value);
   if (!shape) return new RawFeature(key);
   const width = shape.length === 2 ? shape[1] : 1;
-  return placeholder(graph, { name: key, dtype: 'float32', shape, build: (b) => numericFeed(read(b), key, width) }, key);
+  const recipe = isFeature ? { recipe: { kind: 'numeric' as const, key, width } } : {};
+  return placeholder(graph, { name: key, dtype: 'float32', shape, build: (b) => numericFeed(read(b), key, width), ...recipe }, key);
 }
 
 /** features for modelFn: a getter per key of the example batch, made on first read. */
@@ -61,7 +62,7 @@ export function symbolicFeatures(graph: Graph, example: Batch): Record<string, S
             const v = b.features[key];
             if (v === undefined) throw new Error(`feature '${key}' is missing from this batch (the first batch had it)`);
             return v;
-          });
+          }, true);
           made.set(key, t);
         }
         return t;
@@ -88,7 +89,7 @@ export function symbolicLabels(graph: Graph, example: Batch): SymbolicTensor | R
   const labels = example.labels;
   if (labels === undefined || labels === null) return undefined;
   const one = (value: unknown, key: string, read: (b: Batch) => unknown): SymbolicTensor => {
-    const t = placeholderFor(graph, key, value, read);
+    const t = placeholderFor(graph, key, value, read, false);
     if (t instanceof RawFeature) throw new TypeError(`labels${key === 'labels' ? '' : `.${key}`} must be numbers (a Float32Array or a [batch, n] tensor)`);
     return t;
   };

@@ -1,0 +1,283 @@
+// estimator.exportSavedModel: the PREDICT model written as a self-contained, versioned
+// directory (lib/serving/export_format.ts) that hb.serving.loadModel runs without the
+// modelFn. As TensorFlow's export_saved_model does, the variables come from the latest
+// checkpoint in modelDir (saved first when training ran since), so a model trained by a job
+// of several ranks exports whole from one process: the checkpoint's sharded tables are put
+// together (readCheckpoint). Without a modelDir, the model's variables as they are now.
+import { createHash, randomBytes } from 'crypto';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import type { Batch } from '../data/batch';
+import { columnConfig } from '../feature_column/column_config';
+import { LookupColumn } from '../feature_column/embedding';
+import { compileGraph } from '../graph/compile';
+import { Feed, SymbolicTensor } from '../graph/graph';
+import { native, TypedArray } from '../native';
+import {
+  EXPORT_FORMAT,
+  ExportedFeed,
+  ExportedGraph,
+  ExportedParam,
+  ExportedRecipe,
+  ExportManifest,
+  ExportTableDType,
+  GRAPH_FILE,
+  MANIFEST_FILE,
+  STORED_ITEM_BYTES,
+  VARIABLES_FILE,
+} from '../serving/export_format';
+import { toBFloat16, toFloat16 } from '../serving/half_float';
+import { ServingInputSpec, ServingSignature } from '../serving/servable';
+import { readCheckpoint } from './read_checkpoint';
+
+export interface ExportOptions {
+  /** A batch shaped like serving's requests (default: the first batch the model was built on). */
+  sampleBatch?: Batch;
+  /** Embedding tables stored as float16 or bfloat16 (half the bytes; loaded back as float32). */
+  tableDtype?: ExportTableDType;
+}
+
+/** What the export needs of the Estimator. */
+export interface ExportSource {
+  readonly modelDir?: string;
+  readonly world: { size: number };
+  readonly globalStep: number;
+  exportGraph(example: Batch): Promise<{ graph: import('../graph/graph').Graph; predictions: Array<[string, SymbolicTensor]> }>;
+  /** Saves a checkpoint when training ran since the last one (a no-op otherwise). */
+  saveCheckpoint(): Promise<string | undefined>;
+  /** The model's variables as they are now, by name (no modelDir). */
+  liveVariable(name: string): { handle: import('../native').NativeTensorHandle } | undefined;
+  readonly exampleBatch?: Batch;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const HB_TS_VERSION = (require(path.resolve(__dirname, '..', '..', 'package.json')) as { version: string }).version;
+
+export async function exportSavedModel(source: ExportSource, exportDirBase: string, options: ExportOptions = {}): Promise<string> {
+  const fn = 'exportSavedModel';
+  if (typeof exportDirBase !== 'string' || exportDirBase === '') throw new TypeError(`${fn}: exportDir must be a non-empty string`);
+  const tableDtype = options.tableDtype ?? 'float32';
+  if (!['float32', 'float16', 'bfloat16'].includes(tableDtype)) throw new TypeError(`${fn}: tableDtype must be 'float32', 'float16' or 'bfloat16', got ${JSON.stringify(tableDtype)}`);
+  if (source.world.size > 1) {
+    throw new Error(
+      `${fn}: export from one process, not from each rank of a job: run the same modelFn with the job's modelDir in a plain \`node\` process ` +
+        '(new Estimator({ modelFn, modelDir }).exportSavedModel(dir)); it reads the sharded checkpoint whole',
+    );
+  }
+  const example = options.sampleBatch ?? source.exampleBatch;
+  if (!example) throw new Error(`${fn}: no batch to shape the serving inputs by: train, evaluate or predict first, or pass { sampleBatch }`);
+
+  // Variables: from the latest checkpoint (saved now if training ran since), else as they are.
+  let values: (name: string) => Promise<TypedArray | undefined>;
+  let globalStep = source.globalStep;
+  let from = 'memory';
+  if (source.modelDir) {
+    await source.saveCheckpoint();
+    const checkpoint = await readCheckpoint(source.modelDir).catch((error: Error) => {
+      throw new Error(`${fn}: no checkpoint to export in ${source.modelDir}: ${error.message}`);
+    });
+    globalStep = checkpoint.globalStep;
+    from = path.basename(checkpoint.path);
+    values = async (name) => checkpoint.tensors.get(name)?.data;
+  } else {
+    values = async (name) => {
+      const v = source.liveVariable(name);
+      return v ? ((await native.tensorData(v.handle)) as TypedArray) : undefined;
+    };
+  }
+
+  const { graph, predictions } = await source.exportGraph(example);
+  // What an export cannot hold is said before compiling (a dynamic table has no plan
+  // parameters to write).
+  for (const feed of graph.feeds) exportedRecipe(feed);
+  const compiled = compileGraph(graph, predictions.map(([, t]) => t));
+  const tables = new Set<string>();
+  const feeds: ExportedFeed[] = compiled.feeds.map((feed) => exportedFeed(feed, tables));
+  if (compiled.optimizers.length > 0) throw new Error(`${fn}: the PREDICT model applies an optimizer; a modelFn trains only in TRAIN mode`);
+
+  // Parameters: every variable from the checkpoint (or the live model), every constant as built.
+  const params: ExportedParam[] = [];
+  const chunks: Uint8Array[] = [];
+  let offset = 0;
+  for (let i = 0; i < compiled.spec.params.length; i++) {
+    const spec = compiled.spec.params[i];
+    if (spec.dtype !== 'float32' && spec.dtype !== 'float64' && spec.dtype !== 'int32' && spec.dtype !== 'int64') {
+      throw new Error(`${fn}: parameter '${spec.name}' is ${spec.dtype}; an export holds float32, float64, int32 and int64 values`);
+    }
+    const isVariable = graph.store.variables.has(spec.name);
+    let data = isVariable ? await values(spec.name) : ((await native.tensorData(compiled.params[i])) as TypedArray);
+    if (data === undefined) throw new Error(`${fn}: variable '${spec.name}' is not in ${from === 'memory' ? 'the model' : from}: was the model trained with this modelFn?`);
+    const count = spec.shape.reduce((a, b) => a * b, 1);
+    if (data.length !== count) throw new Error(`${fn}: variable '${spec.name}' holds ${data.length} values in ${from}, the model's is [${spec.shape}]`);
+    let storedDtype: ExportedParam['storedDtype'] = spec.dtype;
+    if (tables.has(spec.name) && tableDtype !== 'float32') {
+      data = (tableDtype === 'float16' ? toFloat16(data as Float32Array) : toBFloat16(data as Float32Array)) as unknown as TypedArray;
+      storedDtype = tableDtype;
+    }
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (bytes.byteLength !== count * STORED_ITEM_BYTES[storedDtype]) throw new Error(`${fn}: parameter '${spec.name}' has ${bytes.byteLength} bytes, not ${count} ${storedDtype} values`);
+    // 8-byte aligned, so each parameter can be read as its typed array in place.
+    const pad = (8 - (offset % 8)) % 8;
+    if (pad) chunks.push(new Uint8Array(pad));
+    offset += pad;
+    params.push({ name: spec.name, dtype: spec.dtype, storedDtype, shape: [...spec.shape], offset, bytes: bytes.byteLength });
+    chunks.push(bytes);
+    offset += bytes.byteLength;
+  }
+
+  const outputs = predictions.map(([name, t], i) => {
+    if (t.dtype !== 'float32') throw new Error(`${fn}: prediction '${name}' is ${t.dtype}; predictions are float32`);
+    if (t.shape[0] !== -1 || t.shape.slice(1).some((d) => d < 0)) throw new Error(`${fn}: prediction '${name}' must be [batch] or [batch, n], got [${t.shape}]`);
+    return { name, value: compiled.fetch[i], width: t.shape.slice(1).reduce((a, b) => a * b, 1) };
+  });
+  const exported: ExportedGraph = { plan: compiled.spec, feeds, outputs, params };
+  const signature: ServingSignature = {
+    inputs: signatureInputs(feeds),
+    outputs: outputs.map((o) => ({ name: o.name, dtype: 'float32', width: o.width })),
+  };
+  const graphBytes = Buffer.from(JSON.stringify(exported), 'utf8');
+  return writeVersion(exportDirBase, {
+    graphBytes,
+    variables: chunks,
+    manifest: (version, files) => ({
+      format: EXPORT_FORMAT,
+      hbTsVersion: HB_TS_VERSION,
+      version,
+      createdAt: new Date(version * 1000).toISOString(),
+      globalStep,
+      source: from,
+      tableDtype,
+      signature,
+      files,
+    }),
+  });
+}
+
+function exportedFeed(feed: Feed, tables: Set<string>): ExportedFeed {
+  const recipe = exportedRecipe(feed);
+  if (recipe.kind === 'column_ids') tables.add((feed.recipe as { column: LookupColumn }).column.tableName);
+  return { name: feed.name, dtype: feed.dtype, recipe };
+}
+
+function exportedRecipe(feed: Feed): ExportedRecipe {
+  const recipe = feed.recipe;
+  if (!recipe) throw new Error(`exportSavedModel: the PREDICT model reads '${feed.name}', which is not a feature (labels are not read when predicting)`);
+  let out: ExportedRecipe;
+  if (recipe.kind === 'numeric') {
+    out = { kind: 'numeric', key: recipe.key, width: recipe.width };
+  } else if (recipe.kind === 'column_ids') {
+    const column = recipe.column as LookupColumn;
+    if (column.keyedByRawIds) throw new Error(`exportSavedModel: feature column '${column.name}' has a dynamic table (embBackend 'DYNAMIC'), which an export cannot hold yet`);
+    if (column.options.embSegmentRank !== 0) throw new Error(`exportSavedModel: feature column '${column.name}' uses embSegmentRank, which an export cannot hold yet`);
+    out = { kind: 'column_ids', part: recipe.part, column: columnConfig(column.categoricalColumn), rawIds: false, name: column.name };
+  } else {
+    out = { kind: 'column_dense', column: columnConfig(recipe.column as never) };
+  }
+  return out;
+}
+
+/** The raw features serving takes: each key once, with what the columns reading it expect. */
+function signatureInputs(feeds: ExportedFeed[]): ServingInputSpec[] {
+  const inputs = new Map<string, ServingInputSpec>();
+  const add = (spec: ServingInputSpec) => {
+    if (!inputs.has(spec.name)) inputs.set(spec.name, spec);
+  };
+  // Over the configs of lib/feature_column/column_config.ts, nested ones included.
+  const visit = (config: Record<string, unknown>) => {
+    if (config.type === 'NumericColumn') {
+      const shape = (config.shape as number[] | undefined) ?? [1];
+      add({ name: config.key as string, kind: 'numeric', dtype: 'float32', width: shape.reduce((a, b) => a * b, 1) });
+    } else if (typeof config.key === 'string') {
+      const dtype = typeof config.dtype === 'string' ? config.dtype : 'int64'; // identity columns take integers
+      add({ name: config.key, kind: 'categorical', dtype: dtype as ServingInputSpec['dtype'] });
+    }
+    if (config.type === 'CrossedColumn' && Array.isArray(config.keys)) {
+      for (const k of config.keys) if (typeof k === 'string') add({ name: k, kind: 'categorical', dtype: 'string' });
+    }
+    if (typeof config.weightFeatureKey === 'string') add({ name: config.weightFeatureKey, kind: 'weights', dtype: 'float32' });
+    for (const value of Object.values(config)) {
+      if (Array.isArray(value)) value.forEach((v) => v !== null && typeof v === 'object' && visit(v as Record<string, unknown>));
+      else if (value !== null && typeof value === 'object' && typeof (value as { type?: unknown }).type === 'string') visit(value as Record<string, unknown>);
+    }
+  };
+  for (const feed of feeds) {
+    const r = feed.recipe;
+    if (r.kind === 'numeric') add({ name: r.key, kind: 'numeric', dtype: 'float32', width: r.width });
+    else visit(r.column as Record<string, unknown>);
+  }
+  return [...inputs.values()];
+}
+
+async function writeFileDurably(file: string, parts: Uint8Array[]): Promise<{ sha256: string; bytes: number }> {
+  const hash = createHash('sha256');
+  const fh = await fsp.open(file, 'w');
+  let bytes = 0;
+  try {
+    for (const part of parts) {
+      hash.update(part);
+      let written = 0;
+      while (written < part.byteLength) {
+        const { bytesWritten } = await fh.write(part, written, part.byteLength - written);
+        written += bytesWritten;
+      }
+      bytes += part.byteLength;
+    }
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  return { sha256: hash.digest('hex'), bytes };
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r').catch(() => undefined);
+  if (!fh) return;
+  try {
+    await fh.sync().catch(() => undefined); // not every platform syncs a directory
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Writes a version directory atomically: files into `.tmp-<version>-<random>`, each
+ * fsynced, then renamed to `<version>`, a later second if that exists (two exports in one
+ * second), and the parent fsynced.
+ */
+async function writeVersion(
+  base: string,
+  content: { graphBytes: Uint8Array; variables: Uint8Array[]; manifest: (version: number, files: ExportManifest['files']) => ExportManifest },
+): Promise<string> {
+  await fsp.mkdir(base, { recursive: true });
+  let version = Math.floor(Date.now() / 1000);
+  const tmp = path.join(base, `.tmp-${version}-${randomBytes(6).toString('hex')}`);
+  await fsp.mkdir(tmp);
+  try {
+    const files: ExportManifest['files'] = {};
+    files[GRAPH_FILE] = await writeFileDurably(path.join(tmp, GRAPH_FILE), [content.graphBytes]);
+    files[VARIABLES_FILE] = await writeFileDurably(path.join(tmp, VARIABLES_FILE), content.variables);
+    for (;;) {
+      const target = path.join(base, String(version));
+      if (await fsp.stat(target).then(() => true, () => false)) {
+        version++;
+        continue;
+      }
+      await writeFileDurably(path.join(tmp, MANIFEST_FILE), [Buffer.from(JSON.stringify(content.manifest(version, files), null, 2), 'utf8')]);
+      await syncDirectory(tmp);
+      try {
+        await fsp.rename(tmp, target);
+      } catch (error) {
+        // Another export took this version meanwhile: the next second.
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
+        version++;
+        continue;
+      }
+      await syncDirectory(base);
+      return target;
+    }
+  } catch (error) {
+    await fsp.rm(tmp, { recursive: true, force: true });
+    throw error;
+  }
+}

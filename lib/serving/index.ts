@@ -1,0 +1,7 @@
+// hb.serving: run what was exported (estimator.exportSavedModel) in this process, or
+// behind TensorFlow Serving's REST API (`hb-ts serve`).
+export { loadModel } from './load_model';
+export type { LoadModelOptions } from './load_model';
+export { BadInputError } from './servable';
+export type { ServableModel, ServingSignature, ServingInputSpec, ServingOutputSpec } from './servable';
+export type { ExportTableDType } from './export_format';

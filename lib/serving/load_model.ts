@@ -1,0 +1,181 @@
+// hb.serving.loadModel: an export directory (lib/serving/export_format.ts) made into a
+// native plan on a device, with its feature columns rebuilt from their configs. No
+// training state is loaded (no slots, no optimizer, no modelFn): the plan, its parameters
+// and the columns that make its feeds from raw features.
+import { createHash } from 'crypto';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import type { Features } from '../data/batch';
+import { currentDevice } from '../backend';
+import { KERNEL_REGISTRY_VERSION, native, NativePlan, NativeTensorHandle, TypedArray } from '../native';
+import { checkOptionKeys } from '../option_keys';
+import { EXPORT_FORMAT, ExportedGraph, ExportedParam, ExportManifest, GRAPH_FILE, MANIFEST_FILE, STORED_ITEM_BYTES, VARIABLES_FILE } from './export_format';
+import { fromBFloat16, fromFloat16 } from './half_float';
+import { MicroBatcher, MicroBatchOptions } from './micro_batcher';
+import { ServableModel, ServingSignature } from './servable';
+import { PreparedRequest, ServingFeeds } from './serving_feeds';
+
+export interface LoadModelOptions extends MicroBatchOptions {
+  /** Where the plan runs: 'cpu', 'cuda', 'cuda:N' (default: the current device). */
+  device?: string;
+}
+
+/**
+ * Loads `dir`: a version directory (holding manifest.json), or an export base directory,
+ * whose highest complete version is loaded (TF Serving's "latest" policy).
+ */
+export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<ServableModel> {
+  checkOptionKeys(options, ['device', 'maxBatch', 'maxWaitMicros'] satisfies ReadonlyArray<keyof LoadModelOptions>, 'loadModel');
+  if (typeof dir !== 'string' || dir === '') throw new TypeError('loadModel: dir must be an export directory');
+  const versionDir = await resolveVersionDir(dir);
+  const manifest = await readManifest(versionDir);
+  const graphBytes = await readVerified(versionDir, GRAPH_FILE, manifest);
+  const graph = parseGraph(graphBytes, versionDir);
+  const variables = await readVerified(versionDir, VARIABLES_FILE, manifest);
+  const device = native.resolveDevice(options.device ?? currentDevice(), 'loadModel: options.device');
+  const params = graph.params.map((p) => paramTensor(p, variables, device, versionDir));
+  let plan: NativePlan;
+  try {
+    plan = native.planCreate({ ...graph.plan, device }, params);
+  } catch (error) {
+    throw new Error(`loadModel: ${versionDir}: its plan does not load on ${device}: ${(error as Error).message}`);
+  }
+  return new LoadedModel(versionDir, manifest, graph, plan, params, options);
+}
+
+class LoadedModel implements ServableModel {
+  readonly version: number;
+  private readonly feeds: ServingFeeds;
+  private readonly batcher: MicroBatcher<PreparedRequest, Record<string, Float32Array>>;
+  private closed = false;
+  private inFlight = 0;
+  private drained?: () => void;
+
+  constructor(
+    readonly directory: string,
+    private readonly manifest: ExportManifest,
+    private readonly graph: ExportedGraph,
+    private plan: NativePlan | undefined,
+    // Held for the plan's life: the plan reads them.
+    private params: NativeTensorHandle[],
+    options: MicroBatchOptions,
+  ) {
+    this.version = manifest.version;
+    this.feeds = new ServingFeeds(graph.feeds);
+    this.batcher = new MicroBatcher((requests) => this.run(requests), options);
+  }
+
+  signature(): ServingSignature {
+    return JSON.parse(JSON.stringify(this.manifest.signature)) as ServingSignature;
+  }
+
+  /** Rows of each native call so far (how requests were merged). */
+  get batchSizes(): readonly number[] {
+    return this.batcher.runSizes;
+  }
+
+  async predict(features: Features): Promise<Record<string, Float32Array>> {
+    if (this.closed) throw new Error(`model ${this.directory} is closed`);
+    this.inFlight++;
+    try {
+      const prepared = await this.feeds.prepare(features);
+      if (prepared.rows === 0) return Object.fromEntries(this.graph.outputs.map((o) => [o.name, new Float32Array(0)]));
+      return await this.batcher.submit(prepared, prepared.rows);
+    } finally {
+      if (--this.inFlight === 0) this.drained?.();
+    }
+  }
+
+  private async run(requests: PreparedRequest[]): Promise<Array<Record<string, Float32Array>>> {
+    const merged = this.feeds.merge(requests);
+    const fetch = this.graph.outputs.map((o) => o.value);
+    const { outputs } = await native.planRun(this.plan as NativePlan, merged.rows, merged.feeds, [], fetch);
+    // Each request gets its own rows of every output.
+    let row = 0;
+    return requests.map((r) => {
+      const out: Record<string, Float32Array> = {};
+      this.graph.outputs.forEach((o, i) => {
+        out[o.name] = (outputs[i] as Float32Array).slice(row * o.width, (row + r.rows) * o.width);
+      });
+      row += r.rows;
+      return out;
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    await this.batcher.idle();
+    this.plan = undefined;
+    for (const p of this.params) p.dispose();
+    this.params = [];
+  }
+}
+
+async function resolveVersionDir(dir: string): Promise<string> {
+  const stat = await fsp.stat(dir).catch(() => undefined);
+  if (!stat?.isDirectory()) throw new Error(`loadModel: ${dir} is not a directory`);
+  if (await fsp.stat(path.join(dir, MANIFEST_FILE)).then(() => true, () => false)) return dir;
+  const versions = (await fsp.readdir(dir)).filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => b - a);
+  if (versions.length === 0) throw new Error(`loadModel: ${dir} holds no export (no manifest.json, no version directory)`);
+  return path.join(dir, String(versions[0]));
+}
+
+async function readManifest(dir: string): Promise<ExportManifest> {
+  const file = path.join(dir, MANIFEST_FILE);
+  let manifest: ExportManifest;
+  try {
+    manifest = JSON.parse(await fsp.readFile(file, 'utf8')) as ExportManifest;
+  } catch (error) {
+    throw new Error(`loadModel: ${file} cannot be read as JSON: ${(error as Error).message}`);
+  }
+  if (manifest === null || typeof manifest !== 'object') throw new Error(`loadModel: ${file} is not an export manifest`);
+  if (manifest.format !== EXPORT_FORMAT) throw new Error(`loadModel: ${file} is format ${JSON.stringify(manifest.format)}; this hb-ts reads ${EXPORT_FORMAT}`);
+  if (!Number.isSafeInteger(manifest.version) || typeof manifest.files !== 'object' || manifest.files === null || typeof manifest.signature !== 'object') {
+    throw new Error(`loadModel: ${file} lacks its version, files or signature`);
+  }
+  return manifest;
+}
+
+/** A file of the export, checked against the manifest's size and SHA-256. */
+async function readVerified(dir: string, name: string, manifest: ExportManifest): Promise<Buffer> {
+  const expected = manifest.files[name];
+  if (!expected || typeof expected.sha256 !== 'string') throw new Error(`loadModel: ${dir}/${MANIFEST_FILE} does not list ${name}`);
+  const file = path.join(dir, name);
+  const bytes = await fsp.readFile(file).catch((error: Error) => {
+    throw new Error(`loadModel: cannot read ${file}: ${error.message}`);
+  });
+  if (bytes.byteLength !== expected.bytes) throw new Error(`loadModel: ${file} has ${bytes.byteLength} bytes, its manifest says ${expected.bytes}: the export is damaged`);
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  if (sha256 !== expected.sha256) throw new Error(`loadModel: ${file} does not match its SHA-256 in the manifest: the export is damaged`);
+  return bytes;
+}
+
+function parseGraph(bytes: Buffer, dir: string): ExportedGraph {
+  const graph = JSON.parse(bytes.toString('utf8')) as ExportedGraph;
+  if (graph === null || typeof graph !== 'object' || !graph.plan || !Array.isArray(graph.feeds) || !Array.isArray(graph.outputs) || !Array.isArray(graph.params)) {
+    throw new Error(`loadModel: ${dir}/${GRAPH_FILE} is not an exported graph`);
+  }
+  if (graph.plan.version !== KERNEL_REGISTRY_VERSION) {
+    throw new Error(`loadModel: ${dir} was exported for kernel registry ${graph.plan.version}; this hb-ts has ${KERNEL_REGISTRY_VERSION}: export it again with this version`);
+  }
+  if (graph.params.length !== graph.plan.params.length) throw new Error(`loadModel: ${dir}/${GRAPH_FILE} lists ${graph.params.length} parameters for a plan of ${graph.plan.params.length}`);
+  return graph;
+}
+
+const ARRAYS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, float16: Uint16Array, bfloat16: Uint16Array } as const;
+
+function paramTensor(p: ExportedParam, variables: Buffer, device: string, dir: string): NativeTensorHandle {
+  const count = p.shape.reduce((a, b) => a * b, 1);
+  const itemBytes = STORED_ITEM_BYTES[p.storedDtype];
+  if (itemBytes === undefined || !Number.isSafeInteger(p.offset) || p.offset < 0 || p.bytes !== count * itemBytes || p.offset + p.bytes > variables.byteLength) {
+    throw new Error(`loadModel: ${dir}: parameter '${p.name}' ([${p.shape}] ${p.storedDtype} at ${p.offset}) does not fit in ${VARIABLES_FILE} (${variables.byteLength} bytes)`);
+  }
+  // A copy into an aligned buffer of its own: the file's buffer need not be aligned.
+  const bytes = new Uint8Array(p.bytes);
+  bytes.set(variables.subarray(p.offset, p.offset + p.bytes));
+  let values: TypedArray | Uint16Array = new ARRAYS[p.storedDtype](bytes.buffer, 0, count);
+  if (p.storedDtype === 'float16') values = fromFloat16(values as Uint16Array);
+  else if (p.storedDtype === 'bfloat16') values = fromBFloat16(values as Uint16Array);
+  return native.tensorFromTypedArray(values as TypedArray, p.shape, device);
+}

@@ -1,0 +1,157 @@
+// An export's feeds rebuilt from their recipes: each plan feed made from a raw feature
+// batch by the same feature column transforms training ran (natively, over whole columns),
+// and checked against the batch's rows, so requests merged into one run cannot shift each
+// other's rows.
+import type { Features } from '../data/batch';
+import { CategoricalColumn, DenseColumn, FeatureColumn } from '../feature_column/column';
+import { columnFromConfig } from '../feature_column/column_config';
+import { readTensorFeatures } from '../feature_column/feature_input';
+import { batchRows } from '../graph/compiled_step';
+import { numericFeed } from '../graph/symbolic_features';
+import { Ragged } from '../tensor/ragged';
+import { ExportedFeed } from './export_format';
+import { BadInputError } from './servable';
+
+export type FeedValue = Float32Array | BigInt64Array | Int32Array;
+
+/** One request's feeds, in the plan's order, and its rows. */
+export interface PreparedRequest {
+  rows: number;
+  feeds: FeedValue[];
+}
+
+export class ServingFeeds {
+  private readonly columns: Array<FeatureColumn | undefined>;
+
+  constructor(readonly specs: readonly ExportedFeed[]) {
+    // One column object per distinct config: the ids, row splits and weights of a lookup
+    // share one transform per request.
+    const byConfig = new Map<string, FeatureColumn>();
+    this.columns = specs.map((feed) => {
+      if (feed.recipe.kind === 'numeric') return undefined;
+      const key = JSON.stringify(feed.recipe.column);
+      let column = byConfig.get(key);
+      if (!column) {
+        column = columnFromConfig(feed.recipe.column);
+        byConfig.set(key, column);
+      }
+      return column;
+    });
+  }
+
+  /** The feeds of one request. Anything wrong with its features is a BadInputError naming them. */
+  async prepare(features: Features): Promise<PreparedRequest> {
+    if (features === null || typeof features !== 'object' || Array.isArray(features)) {
+      throw new BadInputError('features must be an object of feature name -> values');
+    }
+    try {
+      const read = await readTensorFeatures(features);
+      const rows = agreedRows(features, this.specs, this.columns);
+      const ragged = new Map<FeatureColumn, Ragged>();
+      const feeds = await Promise.all(
+        this.specs.map(async (spec, i): Promise<FeedValue> => {
+          const recipe = spec.recipe;
+          if (recipe.kind === 'numeric') {
+            const raw = (features as Record<string, unknown>)[recipe.key];
+            if (!Object.prototype.hasOwnProperty.call(features, recipe.key) || raw === undefined) {
+              throw new Error(`feature '${recipe.key}' is missing (it has ${Object.keys(features).map((k) => `'${k}'`).join(', ') || 'no features'})`);
+            }
+            const values = Array.isArray(raw) ? numbersOf(raw, recipe.key) : await numericFeed(raw, recipe.key, recipe.width);
+            if (values.length !== rows * recipe.width) throw new Error(`feature '${recipe.key}': ${values.length} values for ${rows} examples of ${recipe.width}`);
+            return values;
+          }
+          const column = this.columns[i] as FeatureColumn;
+          if (recipe.kind === 'column_dense') {
+            const { values, rows: got } = await (column as DenseColumn).denseValues(read);
+            if (got !== rows) throw new Error(`feature column '${column.name}': ${got} examples, the batch has ${rows}`);
+            return values;
+          }
+          let ids = ragged.get(column);
+          if (!ids) {
+            ids = (column as CategoricalColumn).transform(read);
+            ragged.set(column, ids);
+          }
+          if (ids.nrows !== rows) throw new Error(`feature column '${recipe.name}': ${ids.nrows} examples, the batch has ${rows}`);
+          if (recipe.part === 'ids') return ids.values as FeedValue;
+          if (recipe.part === 'row_splits') return ids.rowSplits;
+          if (!ids.weights) throw new Error(`feature column '${recipe.name}': no weights in this batch`);
+          return ids.weights;
+        }),
+      );
+      return { rows, feeds };
+    } catch (error) {
+      throw error instanceof BadInputError ? error : new BadInputError((error as Error)?.message ?? String(error));
+    }
+  }
+
+  /**
+   * Requests merged into one batch, rows after rows: dense feeds and ids appended, each
+   * request's row splits shifted by the ids before it (a pass over its rows, not its ids).
+   */
+  merge(requests: readonly PreparedRequest[]): PreparedRequest {
+    if (requests.length === 1) return requests[0];
+    const rows = requests.reduce((n, r) => n + r.rows, 0);
+    const feeds = this.specs.map((spec, i): FeedValue => {
+      const parts = requests.map((r) => r.feeds[i]);
+      if (spec.recipe.kind === 'column_ids' && spec.recipe.part === 'row_splits') {
+        const idsFeed = this.specs.findIndex((s) => s.recipe.kind === 'column_ids' && s.recipe.part === 'ids' && s.name === spec.name);
+        const out = new Int32Array(rows + 1);
+        let row = 0;
+        let base = 0;
+        requests.forEach((r, k) => {
+          const splits = parts[k];
+          for (let j = 1; j < splits.length; j++) out[row + j] = (splits[j] as number) + base;
+          row += r.rows;
+          base += r.feeds[idsFeed].length;
+        });
+        return out;
+      }
+      const total = parts.reduce((n, p) => n + p.length, 0);
+      const Out = parts[0].constructor as new (n: number) => FeedValue;
+      const out = new Out(total);
+      let at = 0;
+      for (const p of parts) {
+        (out as Float32Array).set(p as Float32Array, at);
+        at += p.length;
+      }
+      return out;
+    });
+    return { rows, feeds };
+  }
+}
+
+/** A numeric feature given as plain numbers (or arrays of them per example). */
+function numbersOf(values: unknown[], key: string): Float32Array {
+  const flat = values.flat();
+  if (!flat.every((v) => typeof v === 'number')) throw new TypeError(`feature '${key}': expected numbers, got ${flat.map((v) => typeof v).find((t) => t !== 'number')}`);
+  return Float32Array.from(flat as number[]);
+}
+
+/**
+ * The batch's number of examples, as every feature the model reads gives it; features
+ * that disagree are named with their counts (blaming whichever was read first would
+ * mislead).
+ */
+function agreedRows(features: Features, specs: readonly ExportedFeed[], columns: ReadonlyArray<FeatureColumn | undefined>): number {
+  const keys = new Set<string>();
+  specs.forEach((spec, i) => {
+    if (spec.recipe.kind === 'numeric') keys.add(spec.recipe.key);
+    else (columns[i] as FeatureColumn).keys.forEach((k) => keys.add(k));
+  });
+  const counts: Array<[string, number]> = [];
+  for (const key of keys) {
+    const value = (features as Record<string, unknown>)[key];
+    if (value === undefined || value === null) continue; // the column says it is missing
+    let rows: number;
+    try {
+      rows = batchRows({ features: { [key]: value } as Features });
+    } catch {
+      continue; // not a batch at all: the column's transform names it
+    }
+    const width = specs.find((s) => s.recipe.kind === 'numeric' && s.recipe.key === key)?.recipe as { width: number } | undefined;
+    counts.push([key, width && ArrayBuffer.isView(value) ? (value as unknown as ArrayLike<number>).length / width.width : rows]);
+  }
+  const distinct = new Set(counts.map(([, n]) => n));
+  if (distinct.size > 1) throw new BadInputError(`the features disagree on the number of examples: ${counts.map(([k, n]) => `'${k}' has ${n}`).join(', ')}`);
+  return counts.length > 0 ? counts[0][1] : batchRows({ features });
+}

@@ -1,0 +1,341 @@
+// estimator.exportSavedModel and hb.serving.loadModel: an export predicts what the
+// Estimator predicts on the same rows, bit for bit (float32 tables), for DLRM, Wide & Deep
+// and a model over every kind of feature column; concurrent predictions are merged into
+// fewer native calls without changing any; half-size tables stay close; damaged exports,
+// bad features and models that cannot be exported are refused with Errors that say why.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as hb from '../lib';
+import { dataset, EVAL, numDense, tables, TRAIN } from './support/planted_data';
+import { describeCuda, pinDevice } from './support/devices';
+
+pinDevice('cpu');
+
+const fc = hb.featureColumn;
+const quiet = () => new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, tfRandomSeed: 5 });
+const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'hb-serving-'));
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+function tmpDir(): string {
+  const d = tmp();
+  dirs.push(d);
+  return d;
+}
+
+async function firstBatch(input: () => AsyncIterable<hb.estimator.Batch> | Iterable<hb.estimator.Batch>): Promise<hb.estimator.Batch> {
+  for await (const b of input()) return b;
+  throw new Error('no batch');
+}
+
+/** estimator.predict on one batch, as one array per output key. */
+async function estimatorPredictions(est: hb.estimator.Estimator, batch: hb.estimator.Batch): Promise<Record<string, number[]>> {
+  const out: Record<string, number[]> = {};
+  for await (const p of est.predict(() => [batch])) {
+    for (const [k, v] of Object.entries(p)) (out[k] ??= []).push(...(typeof v === 'number' ? [v] : Array.from(v)));
+  }
+  return out;
+}
+
+function dlrm(): hb.estimator.ModelFn {
+  return hb.models.dlrmModelFn({
+    denseFeatures: Array.from({ length: numDense }, (_, i) => `I${i + 1}`),
+    tables: tables.map((t) => ({ name: t.name, numBuckets: t.vocabularySize })),
+    embeddingDim: 4,
+    bottomMlp: [8, 4],
+    topMlp: [8],
+    seed: 3,
+  });
+}
+
+async function trained(modelFn: hb.estimator.ModelFn, steps = 5): Promise<{ est: hb.estimator.Estimator; modelDir: string; base: string }> {
+  const base = tmpDir();
+  const modelDir = path.join(base, 'model');
+  const est = new hb.estimator.Estimator({ modelFn, modelDir, config: quiet() });
+  await est.train(dataset(256 * steps, TRAIN), { steps });
+  return { est, modelDir, base };
+}
+
+describe('export, then loadModel, predicts what the Estimator predicts', () => {
+  test('DLRM: bit for bit on held-out rows; the directory holds a manifest, the graph and the variables', async () => {
+    const { est, base } = await trained(dlrm());
+    const version = await est.exportSavedModel(path.join(base, 'export'));
+    expect(path.basename(version)).toMatch(/^\d+$/);
+    expect(fs.readdirSync(version).sort()).toEqual(['graph.json', 'manifest.json', 'variables.bin']);
+    const manifest = JSON.parse(fs.readFileSync(path.join(version, 'manifest.json'), 'utf8'));
+    expect(manifest).toMatchObject({ format: 'hb-ts-saved-model/1', globalStep: 5, tableDtype: 'float32' });
+    expect(manifest.hbTsVersion).toBe(JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')).version);
+    // No optimizer slots in the export.
+    const graph = JSON.parse(fs.readFileSync(path.join(version, 'graph.json'), 'utf8'));
+    const names: string[] = graph.params.map((p: { name: string }) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['user_embedding/embedding_weights', 'item_embedding/embedding_weights']));
+    expect(names.some((n) => n.endsWith('/Adagrad'))).toBe(false);
+
+    const model = await hb.serving.loadModel(path.join(base, 'export'));
+    try {
+      expect(model.version).toBe(Number(path.basename(version)));
+      expect(model.signature()).toEqual({
+        inputs: [
+          ...Array.from({ length: numDense }, (_, i) => ({ name: `I${i + 1}`, kind: 'numeric', dtype: 'float32', width: 1 })),
+          { name: 'item', kind: 'categorical', dtype: 'int64' },
+          { name: 'user', kind: 'categorical', dtype: 'int64' },
+        ].sort((a, b) => (a.kind === b.kind ? 0 : a.kind === 'numeric' ? -1 : 1)),
+        outputs: [{ name: 'probs', dtype: 'float32', width: 1 }],
+      });
+      for await (const batch of dataset(2048, EVAL, 512)()) {
+        const served = await model.predict(batch.features);
+        const expected = await estimatorPredictions(est, batch);
+        expect(Object.keys(served)).toEqual(['probs']);
+        expect(served.probs.constructor.name).toBe('Float32Array');
+        expect(Array.from(served.probs)).toEqual(expected.probs);
+      }
+    } finally {
+      await model.close();
+    }
+  });
+
+  test('Wide & Deep over hashed, vocabulary, bucketized, crossed, weighted and indicator columns: bit for bit', async () => {
+    // String and integer features of every column kind, in memory.
+    const rows = 64;
+    const colors = ['red', 'green', 'blue', 'cyan', 'olive'];
+    const batchOf = (seed: number): hb.estimator.Batch => {
+      let s = seed;
+      const rand = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+      const color = Array.from({ length: rows }, () => colors[Math.floor(rand() * colors.length)]);
+      const city = Array.from({ length: rows }, () => `city-${Math.floor(rand() * 40)}`);
+      const age = Float32Array.from({ length: rows }, () => Math.floor(rand() * 80));
+      const tags = Array.from({ length: rows }, () => Array.from({ length: Math.floor(rand() * 3) }, () => `t${Math.floor(rand() * 9)}`));
+      const tagWeight = tags.map((t) => t.map(() => rand()));
+      const labels = Float32Array.from(color, (c, i) => (c === 'red' || age[i] > 50 ? 1 : 0));
+      return { features: { color, city, age, tags, tagWeight }, labels };
+    };
+    const color = fc.categoricalColumnWithVocabularyList('color', colors.slice(0, 4), { numOovBuckets: 2 });
+    const city = fc.categoricalColumnWithHashBucket('city', 50);
+    const age = fc.numericColumn('age');
+    const ageBuckets = fc.bucketizedColumn(age, [18, 30, 50, 65]);
+    const cross = fc.crossedColumn([ageBuckets, 'color'], 37);
+    const tags = fc.weightedCategoricalColumn(fc.categoricalColumnWithVocabularyList('tags', ['t0', 't1', 't2', 't3', 't4', 't5']), 'tagWeight');
+    const modelFn = hb.models.wideAndDeepModelFn({
+      inputs: {
+        numeric: [age],
+        categorical: [{ column: color }, { column: city }, { column: cross }, { column: tags, embedding: { combiner: 'sqrtn' } }],
+        embeddingDim: 4,
+      },
+      hiddenUnits: [8],
+      seed: 2,
+    });
+    // And a model reading an indicator and a bucketized column as dense columns.
+    const withIndicator: hb.estimator.ModelFn = (features, labels, mode, params) => {
+      const extra = fc.DenseFeatures([fc.indicatorColumn(color), ageBuckets])(features);
+      const spec = modelFn(features, labels, mode, params) as hb.estimator.EstimatorSpec;
+      if (mode !== hb.estimator.ModeKeys.PREDICT) return spec;
+      return hb.estimator.EstimatorSpec({ mode, predictions: { ...(spec.predictions as Record<string, hb.SymbolicTensor>), extra } });
+    };
+    const base = tmpDir();
+    const est = new hb.estimator.Estimator({ modelFn: withIndicator, modelDir: path.join(base, 'model'), config: quiet() });
+    await est.train(() => [1, 2, 3, 4].map(batchOf), { steps: 4 });
+    await est.exportSavedModel(path.join(base, 'export'), { sampleBatch: batchOf(9) });
+    const model = await hb.serving.loadModel(path.join(base, 'export'));
+    try {
+      const inputs = model.signature().inputs;
+      expect(inputs).toEqual(
+        expect.arrayContaining([
+          { name: 'age', kind: 'numeric', dtype: 'float32', width: 1 },
+          { name: 'color', kind: 'categorical', dtype: 'string' },
+          { name: 'city', kind: 'categorical', dtype: 'string' },
+          { name: 'tags', kind: 'categorical', dtype: 'string' },
+          { name: 'tagWeight', kind: 'weights', dtype: 'float32' },
+        ]),
+      );
+      for (const seed of [11, 12]) {
+        const batch = batchOf(seed);
+        const served = await model.predict(batch.features);
+        const expected = await estimatorPredictions(est, batch);
+        expect(Object.keys(served).sort()).toEqual(Object.keys(expected).sort());
+        for (const k of Object.keys(expected)) expect(Array.from(served[k])).toEqual(expected[k]);
+        expect(served.extra.length).toBe(rows * 11);
+      }
+    } finally {
+      await model.close();
+    }
+  });
+
+  test('without a modelDir the model exports as it is now; a fresh Estimator on a modelDir exports its latest checkpoint', async () => {
+    const est = new hb.estimator.Estimator({ modelFn: dlrm(), config: quiet() });
+    await est.train(dataset(256 * 3, TRAIN), { steps: 3 });
+    const base = tmpDir();
+    await est.exportSavedModel(base);
+    const batch = await firstBatch(dataset(2048, EVAL, 256));
+    const model = await hb.serving.loadModel(base);
+    expect(Array.from((await model.predict(batch.features)).probs)).toEqual((await estimatorPredictions(est, batch)).probs);
+    await model.close();
+
+    // A new process's Estimator: nothing built, the checkpoint's variables go out.
+    const { est: first, modelDir } = await trained(dlrm(), 4);
+    const fresh = new hb.estimator.Estimator({ modelFn: dlrm(), modelDir, config: quiet() });
+    await expect(fresh.exportSavedModel(path.join(base, 'x'))).rejects.toThrow(/no batch to shape the serving inputs by.*sampleBatch/);
+    const out = await fresh.exportSavedModel(path.join(base, 'fresh'), { sampleBatch: batch });
+    expect(JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8')).globalStep).toBe(4);
+    const again = await hb.serving.loadModel(out);
+    expect(Array.from((await again.predict(batch.features)).probs)).toEqual((await estimatorPredictions(first, batch)).probs);
+    await again.close();
+  });
+
+  test('a newer export is a new version directory; loadModel of the base takes the highest', async () => {
+    const { est, base } = await trained(dlrm(), 2);
+    const exportDir = path.join(base, 'export');
+    const v1 = await est.exportSavedModel(exportDir);
+    await est.train(dataset(256 * 2, TRAIN), { steps: 2 });
+    const v2 = await est.exportSavedModel(exportDir);
+    expect(Number(path.basename(v2))).toBeGreaterThan(Number(path.basename(v1)));
+    expect(fs.readdirSync(exportDir).filter((n) => n.startsWith('.tmp'))).toEqual([]);
+    const model = await hb.serving.loadModel(exportDir);
+    expect(model.directory).toBe(v2);
+    expect(JSON.parse(fs.readFileSync(path.join(v2, 'manifest.json'), 'utf8')).globalStep).toBe(4);
+    await model.close();
+  });
+});
+
+describe('micro-batching', () => {
+  test('concurrent predictions run in fewer native calls and each gets its own rows, unchanged', async () => {
+    const { est, base } = await trained(dlrm(), 2);
+    await est.exportSavedModel(path.join(base, 'export'));
+    const model = await hb.serving.loadModel(path.join(base, 'export'), { maxBatch: 4096 });
+    const batches: hb.estimator.Batch[] = [];
+    for await (const b of dataset(2048, EVAL, 64)().take(32)) batches.push(b);
+    const alone: Float32Array[] = [];
+    for (const b of batches) alone.push((await model.predict(b.features)).probs);
+    const callsBefore = (model as unknown as { batchSizes: number[] }).batchSizes.length;
+    const together = await Promise.all(batches.map((b) => model.predict(b.features)));
+    const calls = (model as unknown as { batchSizes: number[] }).batchSizes.slice(callsBefore);
+    expect(calls.length).toBeLessThan(batches.length);
+    expect(calls.reduce((a, b) => a + b, 0)).toBe(batches.length * 64);
+    together.forEach((t, i) => expect(Array.from(t.probs)).toEqual(Array.from(alone[i])));
+    // One request with a bad feature among good ones fails alone.
+    const bad = { ...batches[0].features, I1: new Float32Array(3) };
+    const mixed = await Promise.allSettled([model.predict(batches[1].features), model.predict(bad), model.predict(batches[2].features)]);
+    expect(mixed.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    await model.close();
+    await expect(model.predict(batches[0].features)).rejects.toThrow(/closed/);
+  });
+
+  test('close() waits for the predictions in flight', async () => {
+    const { est, base } = await trained(dlrm(), 1);
+    await est.exportSavedModel(path.join(base, 'export'));
+    const model = await hb.serving.loadModel(path.join(base, 'export'));
+    const batch = await firstBatch(dataset(2048, EVAL, 256));
+    const pending = Array.from({ length: 8 }, () => model.predict(batch.features));
+    await model.close();
+    const results = await Promise.all(pending);
+    expect(results.every((r) => r.probs.length === 256)).toBe(true);
+  });
+});
+
+describe('half-size tables', () => {
+  test.each(['float16', 'bfloat16'] as const)('%s: the tables take half the bytes; predictions stay close', async (tableDtype) => {
+    const { est, base } = await trained(dlrm(), 3);
+    const full = await est.exportSavedModel(path.join(base, 'f32'));
+    const half = await est.exportSavedModel(path.join(base, tableDtype), { tableDtype });
+    const size = (d: string) => fs.statSync(path.join(d, 'variables.bin')).size;
+    const tableBytes = tables.reduce((n, t) => n + t.vocabularySize * 4 * 4, 0);
+    expect(size(full) - size(half)).toBeGreaterThanOrEqual(tableBytes / 2 - 64);
+    const batch = await firstBatch(dataset(2048, EVAL, 256));
+    const a = await hb.serving.loadModel(full);
+    const b = await hb.serving.loadModel(half);
+    const pa = (await a.predict(batch.features)).probs;
+    const pb = (await b.predict(batch.features)).probs;
+    const tolerance = tableDtype === 'float16' ? 1e-3 : 1e-2;
+    pa.forEach((v, i) => expect(Math.abs(v - pb[i])).toBeLessThan(tolerance));
+    expect(Array.from(pa)).not.toEqual(Array.from(pb));
+    await a.close();
+    await b.close();
+  });
+});
+
+describe('what is refused', () => {
+  let version: string;
+  let model: hb.serving.ServableModel;
+  let batch: hb.estimator.Batch;
+  beforeAll(async () => {
+    const { est, base } = await trained(dlrm(), 1);
+    version = await est.exportSavedModel(path.join(base, 'export'));
+    model = await hb.serving.loadModel(version);
+    batch = await firstBatch(dataset(2048, EVAL, 256));
+  });
+  afterAll(() => model?.close());
+
+  test('bad features: a BadInputError naming the feature', async () => {
+    const f = batch.features;
+    const without = Object.fromEntries(Object.entries(f).filter(([k]) => k !== 'I2'));
+    await expect(model.predict(without)).rejects.toThrow(/feature 'I2' is missing/);
+    await expect(model.predict(without)).rejects.toBeInstanceOf(hb.serving.BadInputError);
+    await expect(model.predict({ ...f, I3: new Array(256).fill('a') as never })).rejects.toThrow(/feature 'I3'/);
+    await expect(model.predict({ ...f, user: new Array(256).fill(1.5) as never })).rejects.toThrow(/user/);
+    await expect(model.predict({ ...f, I1: new Float32Array(5) })).rejects.toThrow(/the features disagree on the number of examples: 'I1' has 5, 'I2' has 256/);
+    await expect(model.predict({ ...f, user: hb.ragged([1, 2], [0, 1, 2]) })).rejects.toThrow(/'user' has 2/);
+    await expect(model.predict(null as never)).rejects.toThrow(/features must be an object/);
+    // The model still serves.
+    expect((await model.predict(f)).probs.length).toBe(256);
+  });
+
+  test('a damaged export: a flipped byte, a truncated file, another format, no export at all', async () => {
+    const copy = (edit: (dir: string) => void) => {
+      const dir = path.join(tmpDir(), '100');
+      fs.cpSync(version, dir, { recursive: true });
+      edit(dir);
+      return dir;
+    };
+    const flipped = copy((d) => {
+      const bytes = fs.readFileSync(path.join(d, 'variables.bin'));
+      bytes[bytes.length >> 1] ^= 0x40;
+      fs.writeFileSync(path.join(d, 'variables.bin'), bytes);
+    });
+    await expect(hb.serving.loadModel(flipped)).rejects.toThrow(/variables.bin does not match its SHA-256/);
+    const truncated = copy((d) => fs.truncateSync(path.join(d, 'graph.json'), 100));
+    await expect(hb.serving.loadModel(truncated)).rejects.toThrow(/graph.json has 100 bytes, its manifest says/);
+    const other = copy((d) => {
+      const m = JSON.parse(fs.readFileSync(path.join(d, 'manifest.json'), 'utf8'));
+      fs.writeFileSync(path.join(d, 'manifest.json'), JSON.stringify({ ...m, format: 'tf-saved-model' }));
+    });
+    await expect(hb.serving.loadModel(other)).rejects.toThrow(/format "tf-saved-model"; this hb-ts reads hb-ts-saved-model\/1/);
+    const garbage = copy((d) => fs.writeFileSync(path.join(d, 'manifest.json'), '{"format'));
+    await expect(hb.serving.loadModel(garbage)).rejects.toThrow(/manifest.json cannot be read as JSON/);
+    await expect(hb.serving.loadModel(tmpDir())).rejects.toThrow(/holds no export/);
+    await expect(hb.serving.loadModel(path.join(tmpDir(), 'nothing'))).rejects.toThrow(/is not a directory/);
+    await expect(hb.serving.loadModel(version, { maxBath: 3 } as never)).rejects.toThrow(/maxBatch/);
+  });
+
+  test('models an export cannot hold: a normalizerFn, a dynamic table; a bad tableDtype', async () => {
+    const batch2 = await firstBatch(dataset(256, TRAIN));
+    const modelWith = (numeric: hb.featureColumn.NumericColumn, user: hb.featureColumn.CategoricalColumn): hb.estimator.ModelFn => (features, labels, mode) => {
+      const x = hb.math.concat([fc.DenseFeatures([numeric])(features), fc.DenseFeatures([fc.embeddingColumn(user, 4)])(features)], 1);
+      const logits = hb.layers.dense(x, 1);
+      if (mode === hb.estimator.ModeKeys.PREDICT) return hb.estimator.EstimatorSpec({ mode, predictions: { logits } });
+      const loss = hb.losses.sigmoidCrossEntropy(labels, logits);
+      return hb.estimator.EstimatorSpec({ mode, loss, trainOp: new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss) });
+    };
+    const normalized = new hb.estimator.Estimator({ modelFn: modelWith(fc.numericColumn('I1', { normalizerFn: (v) => v }), fc.categoricalColumnWithIdentity('user', 2000)), config: quiet() });
+    await normalized.train(() => [batch2], { steps: 1 });
+    await expect(normalized.exportSavedModel(tmpDir())).rejects.toThrow(/I1.*normalizerFn/);
+    const dynamic = new hb.estimator.Estimator({ modelFn: modelWith(fc.numericColumn('I1'), fc.categoricalColumnWithIdentity('user')), config: quiet() });
+    await dynamic.train(() => [batch2], { steps: 1 });
+    await expect(dynamic.exportSavedModel(tmpDir())).rejects.toThrow(/user_embedding.*dynamic table/);
+    await expect(dynamic.exportSavedModel(tmpDir(), { tableDtype: 'int8' as never })).rejects.toThrow(/tableDtype/);
+    await expect(dynamic.exportSavedModel(tmpDir(), { tabledtype: 'float16' } as never)).rejects.toThrow(/tableDtype/);
+  });
+});
+
+describeCuda('an export served on the CUDA device', () => {
+  test('predicts what the CPU plan predicts', async () => {
+    const { est, base } = await trained(dlrm(), 2);
+    const out = await est.exportSavedModel(path.join(base, 'export'));
+    const batch = await firstBatch(dataset(2048, EVAL, 256));
+    const cpu = await hb.serving.loadModel(out, { device: 'cpu' });
+    const gpu = await hb.serving.loadModel(out, { device: 'cuda' });
+    const a = (await cpu.predict(batch.features)).probs;
+    const b = (await gpu.predict(batch.features)).probs;
+    a.forEach((v, i) => expect(Math.abs(v - b[i])).toBeLessThan(1e-5));
+    await cpu.close();
+    await gpu.close();
+  });
+});
