@@ -321,6 +321,17 @@ describeGloo('checkpoints of a job', () => {
     return to;
   };
 
+  test('exported from one process: the sharded tables put together, served as the Estimator predicts, bit for bit', async () => {
+    await ranksOf(2, { optimizer: 'adagrad', steps: 6, modelDir: dir });
+    const exportDir = path.join(dir, 'export');
+    const alone = await one({ optimizer: 'adagrad', steps: 0, firstStep: 6, modelDir: dir, exportDir });
+    const exported = (alone as unknown as { export: { source: string; globalStep: number; served: number[]; predicted: number[] } }).export;
+    expect(exported.source).toBe('model.ckpt-6.sharded.json');
+    expect(exported.globalStep).toBe(6);
+    expect(exported.served).toHaveLength(G);
+    expect(exported.served).toEqual(exported.predicted);
+  });
+
   test('written by 2 ranks, one file each and a layout; restored at 1, 2 and 3 ranks the run goes on as the uninterrupted one', async () => {
     const optimizer = 'adam';
     const [uninterrupted, first] = await Promise.all([one({ optimizer, steps: 20 }), ranksOf(2, { optimizer, steps: 10, modelDir: dir })]);
