@@ -196,6 +196,43 @@ describe('export, then loadModel, predicts what the Estimator predicts', () => {
   });
 });
 
+describe('dynamic tables (embBackend DYNAMIC)', () => {
+  // Raw 64-bit ids, some never seen in training: those read zeros when served, as in predict.
+  const modelFn: hb.estimator.ModelFn = (features, labels, mode) => {
+    const user = fc.embeddingColumn(fc.categoricalColumnWithIdentity('user'), 4, { initializer: hb.initializers.truncatedNormal({ stddev: 0.1, seed: 4 }) });
+    const item = fc.embeddingColumn(fc.categoricalColumnWithIdentity('item', 1000), 4);
+    const x = hb.math.concat([fc.DenseFeatures([fc.numericColumn('I1'), user, item])(features)], 1);
+    const logits = hb.layers.dense(hb.layers.dense(x, 8, { activation: 'relu' }), 1);
+    const probs = hb.nn.sigmoid(logits);
+    if (mode === hb.estimator.ModeKeys.PREDICT) return hb.estimator.EstimatorSpec({ mode, predictions: { probs } });
+    const loss = hb.losses.sigmoidCrossEntropy(labels, logits);
+    return hb.estimator.EstimatorSpec({ mode, loss, trainOp: new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss) });
+  };
+
+  test.each([['from its checkpoint', true], ['from memory', false]] as const)('%s: the live rows and their ids go out; served as predicted, bit for bit', async (_how, withModelDir) => {
+    const base = tmpDir();
+    const est = new hb.estimator.Estimator({ modelFn, modelDir: withModelDir ? path.join(base, 'model') : undefined, config: quiet() });
+    await est.train(dataset(256 * 4, TRAIN), { steps: 4 });
+    const out = await est.exportSavedModel(path.join(base, 'export'));
+    const graph = JSON.parse(fs.readFileSync(path.join(out, 'graph.json'), 'utf8'));
+    const rows = graph.params.find((p: { dynamic?: { role: string } }) => p.dynamic?.role === 'rows');
+    expect(rows.name).toBe('user_embedding/embedding_weights');
+    expect(rows.shape[0]).toBeGreaterThan(10);
+    expect(rows.shape[0]).toBeLessThanOrEqual(2000);
+    const model = await hb.serving.loadModel(out);
+    for await (const batch of dataset(2048, EVAL, 512)()) {
+      const served = await model.predict(batch.features);
+      expect(Array.from(served.probs)).toEqual((await estimatorPredictions(est, batch)).probs);
+    }
+    // An id far from any trained one reads zeros: the same as an empty bag.
+    const one = (user: bigint[]) => ({ I1: Float32Array.of(3), item: [5], user: [user] });
+    const unseen = await model.predict(one([2n ** 62n + 7n]));
+    const none = await model.predict(one([]));
+    expect(Array.from(unseen.probs)).toEqual(Array.from(none.probs));
+    await model.close();
+  });
+});
+
 describe('micro-batching', () => {
   test('concurrent predictions run in fewer native calls and each gets its own rows, unchanged', async () => {
     const { est, base } = await trained(dlrm(), 2);
@@ -305,7 +342,7 @@ describe('what is refused', () => {
     await expect(hb.serving.loadModel(version, { maxBath: 3 } as never)).rejects.toThrow(/maxBatch/);
   });
 
-  test('models an export cannot hold: a normalizerFn, a dynamic table; a bad tableDtype', async () => {
+  test('models an export cannot hold (a normalizerFn); bad export options', async () => {
     const batch2 = await firstBatch(dataset(256, TRAIN));
     const modelWith = (numeric: hb.featureColumn.NumericColumn, user: hb.featureColumn.CategoricalColumn): hb.estimator.ModelFn => (features, labels, mode) => {
       const x = hb.math.concat([fc.DenseFeatures([numeric])(features), fc.DenseFeatures([fc.embeddingColumn(user, 4)])(features)], 1);
@@ -317,11 +354,11 @@ describe('what is refused', () => {
     const normalized = new hb.estimator.Estimator({ modelFn: modelWith(fc.numericColumn('I1', { normalizerFn: (v) => v }), fc.categoricalColumnWithIdentity('user', 2000)), config: quiet() });
     await normalized.train(() => [batch2], { steps: 1 });
     await expect(normalized.exportSavedModel(tmpDir())).rejects.toThrow(/I1.*normalizerFn/);
-    const dynamic = new hb.estimator.Estimator({ modelFn: modelWith(fc.numericColumn('I1'), fc.categoricalColumnWithIdentity('user')), config: quiet() });
-    await dynamic.train(() => [batch2], { steps: 1 });
-    await expect(dynamic.exportSavedModel(tmpDir())).rejects.toThrow(/user_embedding.*dynamic table/);
-    await expect(dynamic.exportSavedModel(tmpDir(), { tableDtype: 'int8' as never })).rejects.toThrow(/tableDtype/);
-    await expect(dynamic.exportSavedModel(tmpDir(), { tabledtype: 'float16' } as never)).rejects.toThrow(/tableDtype/);
+    const plain = new hb.estimator.Estimator({ modelFn: modelWith(fc.numericColumn('I1'), fc.categoricalColumnWithIdentity('user', 2000)), config: quiet() });
+    await plain.train(() => [batch2], { steps: 1 });
+    await expect(plain.exportSavedModel(tmpDir(), { tableDtype: 'int8' as never })).rejects.toThrow(/tableDtype/);
+    await expect(plain.exportSavedModel(tmpDir(), { tabledtype: 'float16' } as never)).rejects.toThrow(/tableDtype/);
+    await expect(plain.exportSavedModel('')).rejects.toThrow(/exportDir must be a non-empty string/);
   });
 });
 

@@ -27,7 +27,7 @@ import type { CheckpointSource } from '../io/checkpoint_source';
 import { native, NativeDynamicTableRows, NativeDynamicTableStats } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { Tensor } from '../tensor/tensor';
-import { isPlanning, Variable } from '../tensor/variable';
+import { isPlanning, plannedVariable, Variable } from '../tensor/variable';
 import { isPlannedTable, plannedTableRows } from './planned_table';
 import { EmbeddingTable, EmbeddingTableSpec, EmbeddingTableStats, GradientApplier, LookupOptions } from './embedding_table';
 import { TablePlacement } from './placement';
@@ -198,7 +198,10 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     const pool = this.graphVariable(graph);
     const name = options.name ?? this.name;
     const train = graph.mode === 'train';
-    const handle = tableHandle(graph, this.handleTensor!, name);
+    // A planned model (an export's) has no native table: a stand-in handle the export binds.
+    const handleTensor = this.handleTensor ?? (isPlanning() ? plannedVariable(`${this.name}/handle`, [1], 'int64', 'cpu', false) : undefined);
+    if (!handleTensor) throw new Error(`embedding table '${this.name}': its native table was not made`);
+    const handle = tableHandle(graph, handleTensor, name, this.name);
     if (ids.ids.dtype !== 'int64') throw new TypeError(`${name}: a dynamic table takes int64 ids, got ${ids.ids.dtype}`);
     const pruned = pruneIds(ids.ids, ids.rowSplits, ids.weights, options.combiner, `${name}/prune_ids`, true);
     const distinct = unique(pruned.ids, `${name}/unique`);
@@ -243,7 +246,8 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
       { name: `${t}/pending_ids`, dtype: 'int64', shape: [-1] },
       { name: `${t}/pending_meta`, dtype: 'int64', shape: [-1, 2] },
       ...(delta ? [{ name: `${t}/removed_ids`, dtype: 'int64' as const, shape: [-1] }] : []),
-      ...[...this.slotVariables.values()].map((s) => ({ name: s.name, dtype: 'float32' as const, shape: s.shape.length === 1 ? [-1] : [-1, dim] })),
+      // A slot one float wide (per row, or of a table of dim 1) is saved [n], as the native snapshot holds it.
+      ...[...this.slotVariables.values()].map((s) => ({ name: s.name, dtype: 'float32' as const, shape: s.shape.length === 1 || dim === 1 ? [-1] : [-1, dim] })),
     ];
   }
 
@@ -272,6 +276,16 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     const slots = [...this.slotVariables.keys()].map((name, k) => entry(name, s.slots[k]!));
     const removed = this.snapshotIsDelta ? [entry(`${t}/removed_ids`, s.removedIds)] : [];
     return [entry(t, s.values), entry(`${t}/ids`, s.ids), entry(`${t}/meta`, s.meta), entry(`${t}/pending_ids`, s.pendingIds), entry(`${t}/pending_meta`, s.pendingMeta), ...removed, ...slots];
+  }
+
+  /** The live rows now, in id order (an export of a model without a modelDir). */
+  async liveRows(): Promise<{ ids: BigInt64Array; values: Float32Array }> {
+    const s = await native.dynamicTableSnapshot(this.id, false);
+    try {
+      return { ids: (await native.tensorData(s.ids)) as BigInt64Array, values: (await native.tensorData(s.values)) as Float32Array };
+    } finally {
+      for (const h of [s.ids, s.values, s.meta, s.pendingIds, s.pendingMeta, s.removedIds, ...s.slots]) h?.dispose();
+    }
   }
 
   /**

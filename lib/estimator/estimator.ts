@@ -29,6 +29,7 @@ import { TrainingProgress } from './progress';
 import { EvaluateWhen, runTrainLoop, TrainStop } from './train_loop';
 import { checkOptionKeys } from '../option_keys';
 import { ExportOptions, exportSavedModel } from './export_saved_model';
+import { DynamicEmbeddingTable } from '../embedding/dynamic_table';
 
 export type { ModelFn } from './model_builder';
 export type { TrainStop } from './train_loop';
@@ -193,6 +194,10 @@ export class Estimator {
         exportGraph: (example) => this.model.exportGraph(example),
         saveCheckpoint: async () => (this.checkpointItems().length > 0 ? this.saveCheckpoint() : undefined),
         liveVariable: (name) => store.variables.get(name),
+        liveDynamicRows: async (name) => {
+          const owner = store.variables.get(name)?.slotOwner;
+          return owner instanceof DynamicEmbeddingTable ? owner.liveRows() : undefined;
+        },
       },
       exportDir,
       options,

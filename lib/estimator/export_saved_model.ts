@@ -45,6 +45,8 @@ export interface ExportSource {
   exportGraph(example: Batch): Promise<{ graph: import('../graph/graph').Graph; predictions: Array<[string, SymbolicTensor]> }>;
   /** Saves a checkpoint when training ran since the last one (a no-op otherwise). */
   saveCheckpoint(): Promise<string | undefined>;
+  /** A dynamic table's live rows, by the table's name (no modelDir). */
+  liveDynamicRows(name: string): Promise<{ ids: BigInt64Array; values: Float32Array } | undefined>;
   /** The model's variables as they are now, by name (no modelDir). */
   liveVariable(name: string): { handle: import('../native').NativeTensorHandle } | undefined;
   readonly exampleBatch?: Batch;
@@ -69,6 +71,7 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
 
   // Variables: from the latest checkpoint (saved now if training ran since), else as they are.
   let values: (name: string) => Promise<TypedArray | undefined>;
+  let dynamicRows: (name: string) => Promise<{ ids: BigInt64Array; values: Float32Array } | undefined>;
   let globalStep = source.globalStep;
   let from = 'memory';
   if (source.modelDir) {
@@ -79,50 +82,79 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
     globalStep = checkpoint.globalStep;
     from = path.basename(checkpoint.path);
     values = async (name) => checkpoint.tensors.get(name)?.data;
+    dynamicRows = async (name) => {
+      const [rows, ids] = [checkpoint.tensors.get(name), checkpoint.tensors.get(`${name}/ids`)];
+      return rows && ids ? { values: rows.data as Float32Array, ids: ids.data as BigInt64Array } : undefined;
+    };
   } else {
     values = async (name) => {
       const v = source.liveVariable(name);
       return v ? ((await native.tensorData(v.handle)) as TypedArray) : undefined;
     };
+    dynamicRows = (name) => source.liveDynamicRows(name);
   }
 
   const { graph, predictions } = await source.exportGraph(example);
-  // What an export cannot hold is said before compiling (a dynamic table has no plan
-  // parameters to write).
-  for (const feed of graph.feeds) exportedRecipe(feed);
+  // What an export cannot hold is said before compiling.
+  const dynamicTables = new Set<string>();
+  for (const feed of graph.feeds) {
+    exportedRecipe(feed);
+    if (feed.recipe?.kind === 'column_ids' && (feed.recipe.column as LookupColumn).keyedByRawIds) dynamicTables.add((feed.recipe.column as LookupColumn).tableName);
+  }
   const compiled = compileGraph(graph, predictions.map(([, t]) => t));
   const tables = new Set<string>();
   const feeds: ExportedFeed[] = compiled.feeds.map((feed) => exportedFeed(feed, tables));
   if (compiled.optimizers.length > 0) throw new Error(`${fn}: the PREDICT model applies an optimizer; a modelFn trains only in TRAIN mode`);
 
-  // Parameters: every variable from the checkpoint (or the live model), every constant as built.
+  // Parameters: every variable from the checkpoint (or the live model), every constant as
+  // built; a dynamic table's live rows with their ids, its handle left for loadModel.
+  const handleOf = new Map<string, string>();
+  for (const node of graph.nodes) if (node.op === 'constant' && typeof node.attrs.dynamicTable === 'string') handleOf.set(node.name, node.attrs.dynamicTable);
   const params: ExportedParam[] = [];
   const chunks: Uint8Array[] = [];
   let offset = 0;
+  // 8-byte aligned, so each part can be read as its typed array in place.
+  const append = (bytes: Uint8Array): number => {
+    const pad = (8 - (offset % 8)) % 8;
+    if (pad) chunks.push(new Uint8Array(pad));
+    offset += pad;
+    const at = offset;
+    chunks.push(bytes);
+    offset += bytes.byteLength;
+    return at;
+  };
+  const bytesOf = (data: TypedArray | Uint16Array) => new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const halved = (name: string, data: TypedArray): { data: TypedArray | Uint16Array; storedDtype?: 'float16' | 'bfloat16' } =>
+    tables.has(name) && tableDtype !== 'float32' ? { data: tableDtype === 'float16' ? toFloat16(data as Float32Array) : toBFloat16(data as Float32Array), storedDtype: tableDtype } : { data };
+  const where = from === 'memory' ? 'the model' : from;
   for (let i = 0; i < compiled.spec.params.length; i++) {
     const spec = compiled.spec.params[i];
     if (spec.dtype !== 'float32' && spec.dtype !== 'float64' && spec.dtype !== 'int32' && spec.dtype !== 'int64') {
       throw new Error(`${fn}: parameter '${spec.name}' is ${spec.dtype}; an export holds float32, float64, int32 and int64 values`);
     }
-    const isVariable = graph.store.variables.has(spec.name);
-    let data = isVariable ? await values(spec.name) : ((await native.tensorData(compiled.params[i])) as TypedArray);
-    if (data === undefined) throw new Error(`${fn}: variable '${spec.name}' is not in ${from === 'memory' ? 'the model' : from}: was the model trained with this modelFn?`);
-    const count = spec.shape.reduce((a, b) => a * b, 1);
-    if (data.length !== count) throw new Error(`${fn}: variable '${spec.name}' holds ${data.length} values in ${from}, the model's is [${spec.shape}]`);
-    let storedDtype: ExportedParam['storedDtype'] = spec.dtype;
-    if (tables.has(spec.name) && tableDtype !== 'float32') {
-      data = (tableDtype === 'float16' ? toFloat16(data as Float32Array) : toBFloat16(data as Float32Array)) as unknown as TypedArray;
-      storedDtype = tableDtype;
+    const handleTable = handleOf.get(spec.name);
+    if (handleTable !== undefined) {
+      params.push({ name: spec.name, dtype: spec.dtype, storedDtype: spec.dtype, shape: [...spec.shape], offset: 0, bytes: 0, dynamic: { role: 'handle', table: handleTable } });
+      continue;
     }
-    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    if (bytes.byteLength !== count * STORED_ITEM_BYTES[storedDtype]) throw new Error(`${fn}: parameter '${spec.name}' has ${bytes.byteLength} bytes, not ${count} ${storedDtype} values`);
-    // 8-byte aligned, so each parameter can be read as its typed array in place.
-    const pad = (8 - (offset % 8)) % 8;
-    if (pad) chunks.push(new Uint8Array(pad));
-    offset += pad;
-    params.push({ name: spec.name, dtype: spec.dtype, storedDtype, shape: [...spec.shape], offset, bytes: bytes.byteLength });
-    chunks.push(bytes);
-    offset += bytes.byteLength;
+    if (dynamicTables.has(spec.name)) {
+      const rows = await dynamicRows(spec.name);
+      if (!rows) throw new Error(`${fn}: dynamic table '${spec.name}' is not in ${where}: was the model trained with this modelFn?`);
+      const dim = spec.shape[1];
+      if (rows.values.length !== rows.ids.length * dim) throw new Error(`${fn}: dynamic table '${spec.name}' has ${rows.ids.length} ids but ${rows.values.length} values of width ${dim} in ${where}`);
+      const { data, storedDtype } = halved(spec.name, rows.values);
+      const at = append(bytesOf(data));
+      const idsOffset = append(bytesOf(rows.ids));
+      params.push({ name: spec.name, dtype: spec.dtype, storedDtype: storedDtype ?? spec.dtype, shape: [rows.ids.length, dim], offset: at, bytes: data.byteLength, dynamic: { role: 'rows', table: spec.name, idsOffset } });
+      continue;
+    }
+    const isVariable = graph.store.variables.has(spec.name);
+    const raw = isVariable ? await values(spec.name) : ((await native.tensorData(compiled.params[i])) as TypedArray);
+    if (raw === undefined) throw new Error(`${fn}: variable '${spec.name}' is not in ${where}: was the model trained with this modelFn?`);
+    const count = spec.shape.reduce((a, b) => a * b, 1);
+    if (raw.length !== count) throw new Error(`${fn}: variable '${spec.name}' holds ${raw.length} values in ${from}, the model's is [${spec.shape}]`);
+    const { data, storedDtype } = halved(spec.name, raw);
+    params.push({ name: spec.name, dtype: spec.dtype, storedDtype: storedDtype ?? spec.dtype, shape: [...spec.shape], offset: append(bytesOf(data)), bytes: data.byteLength });
   }
 
   const outputs = predictions.map(([name, t], i) => {
@@ -167,9 +199,8 @@ function exportedRecipe(feed: Feed): ExportedRecipe {
     out = { kind: 'numeric', key: recipe.key, width: recipe.width };
   } else if (recipe.kind === 'column_ids') {
     const column = recipe.column as LookupColumn;
-    if (column.keyedByRawIds) throw new Error(`exportSavedModel: feature column '${column.name}' has a dynamic table (embBackend 'DYNAMIC'), which an export cannot hold yet`);
     if (column.options.embSegmentRank !== 0) throw new Error(`exportSavedModel: feature column '${column.name}' uses embSegmentRank, which an export cannot hold yet`);
-    out = { kind: 'column_ids', part: recipe.part, column: columnConfig(column.categoricalColumn), rawIds: false, name: column.name };
+    out = { kind: 'column_ids', part: recipe.part, column: columnConfig(column.categoricalColumn), rawIds: column.keyedByRawIds, name: column.name };
   } else {
     out = { kind: 'column_dense', column: columnConfig(recipe.column as never) };
   }

@@ -5,6 +5,7 @@
 //     graph.json                    the PREDICT plan (lib/graph/plan_spec.ts), its feeds as
 //                                   recipes over serialized feature columns, its outputs
 //     variables.bin                 the plan's parameters, one after another, little-endian
+//                                   (a dynamic table: its live rows, then their int64 ids)
 //
 // A version directory is written as `.tmp-<version>-<random>` and renamed once every file
 // is durable, so a directory named by digits alone is always complete.
@@ -43,6 +44,12 @@ export interface ExportedParam {
   /** Byte offset in variables.bin. */
   offset: number;
   bytes: number;
+  /**
+   * A dynamic table's part: its 'rows' (shape [rows, dim], the ids beside them at
+   * idsOffset, int64), or its 'handle' in the plan (no bytes: loadModel makes a native
+   * table of those rows and binds it here).
+   */
+  dynamic?: { role: 'rows' | 'handle'; table: string; idsOffset?: number };
 }
 
 export interface ExportedGraph {

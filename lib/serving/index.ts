@@ -3,5 +3,7 @@
 export { loadModel } from './load_model';
 export type { LoadModelOptions } from './load_model';
 export { BadInputError } from './servable';
+export { startServer } from './http_server';
+export type { ServerOptions, ModelServer } from './http_server';
 export type { ServableModel, ServingSignature, ServingInputSpec, ServingOutputSpec } from './servable';
 export type { ExportTableDType } from './export_format';

@@ -33,14 +33,67 @@ export async function loadModel(dir: string, options: LoadModelOptions = {}): Pr
   const graph = parseGraph(graphBytes, versionDir);
   const variables = await readVerified(versionDir, VARIABLES_FILE, manifest);
   const device = native.resolveDevice(options.device ?? currentDevice(), 'loadModel: options.device');
-  const params = graph.params.map((p) => paramTensor(p, variables, device, versionDir));
-  let plan: NativePlan;
+  const tables = new Map<string, DynamicTableLoaded>();
   try {
-    plan = native.planCreate({ ...graph.plan, device }, params);
+    // Dynamic tables first: their rows and handles are bound where the plan names them.
+    for (const p of graph.params) if (p.dynamic?.role === 'rows') tables.set(p.name, await dynamicTable(p, variables, versionDir));
+    const spec = { ...graph.plan, device, params: graph.plan.params.map((p) => ({ ...p })), values: graph.plan.values.map((v) => ({ ...v })) };
+    const params = graph.params.map((p, i) => {
+      if (!p.dynamic) return paramTensor(p, variables, device, versionDir);
+      const table = tables.get(p.dynamic.table);
+      if (!table) throw new Error(`loadModel: ${versionDir}: parameter '${p.name}' names dynamic table '${p.dynamic.table}', which the export does not hold`);
+      if (p.dynamic.role === 'handle') return table.handle;
+      // The pool holds as many rows as the native table reserved: the plan reads it so.
+      spec.params[i].shape = [...(table.values.shape as number[])];
+      for (const v of spec.values) if (v.kind === 'param' && v.index === i) v.shape = [...spec.params[i].shape];
+      return table.values;
+    });
+    let plan: NativePlan;
+    try {
+      plan = native.planCreate(spec, params);
+    } catch (error) {
+      throw new Error(`loadModel: ${versionDir}: its plan does not load on ${device}: ${(error as Error).message}`);
+    }
+    return new LoadedModel(versionDir, manifest, graph, plan, params, [...tables.values()].map((t) => t.id), options);
   } catch (error) {
-    throw new Error(`loadModel: ${versionDir}: its plan does not load on ${device}: ${(error as Error).message}`);
+    for (const t of tables.values()) native.dynamicTableRelease(t.id);
+    throw error;
   }
-  return new LoadedModel(versionDir, manifest, graph, plan, params, options);
+}
+
+interface DynamicTableLoaded {
+  id: number;
+  handle: NativeTensorHandle;
+  values: NativeTensorHandle;
+}
+
+/** A native dynamic table holding the exported rows: read-only while serving (nothing is admitted). */
+async function dynamicTable(p: ExportedParam, variables: Buffer, dir: string): Promise<DynamicTableLoaded> {
+  const [rows, dim] = p.shape;
+  const values = hostValues(p, variables, dir) as Float32Array;
+  const idsOffset = p.dynamic?.idsOffset;
+  if (!Number.isSafeInteger(idsOffset) || (idsOffset as number) < 0 || (idsOffset as number) + rows * 8 > variables.byteLength) {
+    throw new Error(`loadModel: ${dir}: the ids of dynamic table '${p.name}' do not fit in ${VARIABLES_FILE}`);
+  }
+  const idBytes = new Uint8Array(rows * 8);
+  idBytes.set(variables.subarray(idsOffset as number, (idsOffset as number) + rows * 8));
+  const ids = new BigInt64Array(idBytes.buffer);
+  const made = native.dynamicTableCreate({ name: p.name, dim, init: { kind: 'constant', value: 0 }, capacityRows: Math.max(rows, 1), admitMinCount: 1, evictAfterSteps: 0, maxRows: 0 });
+  const idsT = native.tensorFromTypedArray(ids, [rows], 'cpu');
+  const valuesT = native.tensorFromTypedArray(values, [rows, dim], 'cpu');
+  // Training's bookkeeping (last seen, counts) means nothing to a table that only reads.
+  const metaT = native.tensorFromTypedArray(new BigInt64Array(rows * 3), [rows, 3], 'cpu');
+  try {
+    await native.dynamicTableRestore(made.id, { ids: idsT, values: valuesT, meta: metaT }, true, 1, 0);
+  } catch (error) {
+    native.dynamicTableRelease(made.id);
+    throw new Error(`loadModel: ${dir}: dynamic table '${p.name}' does not load: ${(error as Error).message}`);
+  } finally {
+    idsT.dispose();
+    valuesT.dispose();
+    metaT.dispose();
+  }
+  return { id: made.id, handle: made.handle, values: made.values };
 }
 
 class LoadedModel implements ServableModel {
@@ -58,6 +111,8 @@ class LoadedModel implements ServableModel {
     private plan: NativePlan | undefined,
     // Held for the plan's life: the plan reads them.
     private params: NativeTensorHandle[],
+    /** The native dynamic tables the plan reads, released on close. */
+    private dynamicTables: number[],
     options: MicroBatchOptions,
   ) {
     this.version = manifest.version;
@@ -109,6 +164,8 @@ class LoadedModel implements ServableModel {
     this.plan = undefined;
     for (const p of this.params) p.dispose();
     this.params = [];
+    for (const id of this.dynamicTables) native.dynamicTableRelease(id);
+    this.dynamicTables = [];
   }
 }
 
@@ -166,6 +223,11 @@ function parseGraph(bytes: Buffer, dir: string): ExportedGraph {
 const ARRAYS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, float16: Uint16Array, bfloat16: Uint16Array } as const;
 
 function paramTensor(p: ExportedParam, variables: Buffer, device: string, dir: string): NativeTensorHandle {
+  return native.tensorFromTypedArray(hostValues(p, variables, dir), p.shape, device);
+}
+
+/** A parameter's values as the plan holds them (half-size tables widened to float32). */
+function hostValues(p: ExportedParam, variables: Buffer, dir: string): TypedArray {
   const count = p.shape.reduce((a, b) => a * b, 1);
   const itemBytes = STORED_ITEM_BYTES[p.storedDtype];
   if (itemBytes === undefined || !Number.isSafeInteger(p.offset) || p.offset < 0 || p.bytes !== count * itemBytes || p.offset + p.bytes > variables.byteLength) {
@@ -177,5 +239,5 @@ function paramTensor(p: ExportedParam, variables: Buffer, device: string, dir: s
   let values: TypedArray | Uint16Array = new ARRAYS[p.storedDtype](bytes.buffer, 0, count);
   if (p.storedDtype === 'float16') values = fromFloat16(values as Uint16Array);
   else if (p.storedDtype === 'bfloat16') values = fromBFloat16(values as Uint16Array);
-  return native.tensorFromTypedArray(values as TypedArray, p.shape, device);
+  return values as TypedArray;
 }

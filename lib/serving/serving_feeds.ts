@@ -33,6 +33,9 @@ export class ServingFeeds {
       let column = byConfig.get(key);
       if (!column) {
         column = columnFromConfig(feed.recipe.column);
+        if (feed.recipe.kind === 'column_ids' && feed.recipe.rawIds && typeof (column as CategoricalColumn).rawIds !== 'function') {
+          throw new Error(`loadModel: feature column '${feed.recipe.name}' keys a dynamic table by raw ids, which column '${column.name}' does not give`);
+        }
         byConfig.set(key, column);
       }
       return column;
@@ -68,7 +71,9 @@ export class ServingFeeds {
           }
           let ids = ragged.get(column);
           if (!ids) {
-            ids = (column as CategoricalColumn).transform(read);
+            // A dynamic table is keyed by the raw ids (a hash column's whole Fingerprint64).
+            const categorical = column as CategoricalColumn;
+            ids = recipe.rawIds ? (categorical.rawIds as (f: Features) => Ragged).call(categorical, read) : categorical.transform(read);
             ragged.set(column, ids);
           }
           if (ids.nrows !== rows) throw new Error(`feature column '${recipe.name}': ${ids.nrows} examples, the batch has ${rows}`);

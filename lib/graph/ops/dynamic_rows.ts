@@ -20,9 +20,12 @@ const dynamicRowsDef = defineOp({
   },
 });
 
-/** The int64 [1] tensor naming the table in a plan, as a constant of `graph`. */
-export function tableHandle(graph: Graph, handle: Tensor, name: string): SymbolicTensor {
-  return graph.addNode('constant', [], { tensor: handle, shape: [1] }, [{ shape: [1], dtype: 'int64' }], graph.uniqueName(`${name}/handle`)).output as SymbolicTensor;
+/**
+ * The int64 [1] tensor naming the table in a plan, as a constant of `graph`; `table` (its
+ * name) marks it, so an export binds a table of its own there.
+ */
+export function tableHandle(graph: Graph, handle: Tensor, name: string, table: string): SymbolicTensor {
+  return graph.addNode('constant', [], { tensor: handle, shape: [1], dynamicTable: table }, [{ shape: [1], dtype: 'int64' }], graph.uniqueName(`${name}/handle`)).output as SymbolicTensor;
 }
 
 /** `inverse` (unique's): counts each id's entries for admission; training only. */
