@@ -1,5 +1,6 @@
 // The hb-ts command: `train` (DLRM on defaults or a config file), `launch` (a job's
-// workers on this node), `info` (backend report).
+// workers on this node), `info` (backend report), `serve` (an export behind TF Serving's
+// REST API).
 import { Command, InvalidArgumentError } from 'commander';
 import * as os from 'os';
 import * as path from 'path';
@@ -18,6 +19,8 @@ import type { ModelFn } from '../estimator/estimator';
 import type { Batch, InputFn } from '../estimator/input';
 import { formatMemoryPlan } from '../estimator/memory_plan';
 import { memoryPlan } from '../estimator/plan_memory';
+import { startServer } from '../serving/http_server';
+import { loadModel } from '../serving/load_model';
 import { readTrainConfig, settingsHelp, TrainConfig } from './train_config';
 import { defaultFeatures, filesInput, filesOf, formatOf, modelFnOf, modelInputsOf, optimizerOf } from './train_on_files';
 
@@ -102,15 +105,31 @@ function prepareRun(configFile: string | undefined, command: string): PreparedRu
   return { ...run, config, estimator };
 }
 
-/** `hb-ts plan config.json`: the memory plan of the run the config describes, for its first batch. */
-async function plan(configFile: string | undefined): Promise<void> {
-  const run = prepareRun(configFile, 'plan');
+/** The first batch of the run's training input (its readers stopped after it). */
+async function firstBatchOf(run: PreparedRun, command: string, configFile: string | undefined): Promise<Batch> {
   const input = await run.trainInput();
   const iterator = Symbol.asyncIterator in input ? (input as AsyncIterable<Batch>)[Symbol.asyncIterator]() : (input as Iterable<Batch>)[Symbol.iterator]();
   const first = await iterator.next();
   await iterator.return?.(undefined);
-  if (first.done) throw new Error(`hb-ts plan: ${configFile ?? 'defaults'}: the training input gives no batch`);
-  const memory = await memoryPlan(run.estimator, first.value);
+  if (first.done) throw new Error(`hb-ts ${command}: ${configFile ?? 'defaults'}: the training input gives no batch`);
+  return first.value;
+}
+
+/**
+ * The trained model exported to the config's exportDir (a new version for hb-ts serve),
+ * shaped by the training input's first batch. In one process: after a job, the launcher
+ * exports the job's checkpoint, read whole.
+ */
+async function exportTrained(run: PreparedRun, configFile: string | undefined): Promise<void> {
+  const exportDir = run.config.exportDir as string;
+  const dir = await run.estimator.exportSavedModel(exportDir, { sampleBatch: await firstBatchOf(run, 'train', configFile) });
+  console.log(`exported ${dir} (serve it: npx hb-ts serve ${exportDir})`);
+}
+
+/** `hb-ts plan config.json`: the memory plan of the run the config describes, for its first batch. */
+async function plan(configFile: string | undefined): Promise<void> {
+  const run = prepareRun(configFile, 'plan');
+  const memory = await memoryPlan(run.estimator, await firstBatchOf(run, 'plan', configFile));
   // Rank 0 prints the plan; every other rank what does not fit on it.
   if (context().rank === 0) console.log(formatMemoryPlan(memory));
   else for (const problem of memory.problems) console.log(`does not fit on rank ${context().rank}: ${problem}`);
@@ -150,6 +169,8 @@ async function train(configFile: string | undefined): Promise<void> {
   const resumed = restoredStep > 0 ? ` (resumed at step ${restoredStep})` : '';
   const over = W > 1 ? ` over ${W} processes` : '';
   say(`done: ${outcome}, ${trained} steps${resumed} in ${seconds.toFixed(1)} s${run.evalInput ? ' (with evaluations)' : ''}, ${Math.round((trained * config.batchSize * W) / seconds)} samples/s${over}`);
+  // A job's ranks leave the export to the launcher, which reads their checkpoint whole.
+  if (config.exportDir && W === 1) await exportTrained(run, configFile);
   if (W > 1) await shutdown();
 }
 
@@ -158,6 +179,57 @@ function integerOption(name: string) {
     if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number, got '${value}'`);
     return Number(value);
   };
+}
+
+interface ServeFlags {
+  port: number;
+  host: string;
+  modelName?: string;
+  pollIntervalMs: number;
+  maxBatch: number;
+  device?: string;
+}
+
+/**
+ * `hb-ts serve exportDir`: the export's newest version behind TF Serving's REST API until
+ * SIGTERM / SIGINT, which close it gracefully (every request received is answered).
+ * stdout has one line per version served; loads and failures go to stderr.
+ */
+async function serve(exportDir: string, flags: ServeFlags): Promise<void> {
+  let url: string | undefined;
+  let name = flags.modelName;
+  const announce = (version: number) => console.log(`serving ${name} version ${version} at ${url}`);
+  const server = await startServer({
+    exportDir,
+    modelName: flags.modelName,
+    host: flags.host,
+    port: flags.port,
+    pollIntervalMs: flags.pollIntervalMs,
+    maxBatch: flags.maxBatch,
+    load: (dir) => loadModel(dir, { device: flags.device }),
+    log: (line) => console.error(`hb-ts serve: ${line}`),
+    // The first version is announced once the address is known (below); later ones as they swap in.
+    onServing: (version) => {
+      if (url !== undefined) announce(version);
+    },
+  });
+  url = server.url;
+  name = server.modelName;
+  if (server.version !== undefined) announce(server.version);
+  else console.error(`hb-ts serve: ${name} at ${url} has no version yet; waiting for one in ${path.resolve(exportDir)}`);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    const stop = (received: NodeJS.Signals) => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve(received);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+  // A second signal while closing ends the process at once (its default action).
+  console.error(`hb-ts serve: ${signal}: answering the requests in flight, then exiting`);
+  await server.close();
+  process.exit(0);
 }
 
 interface LaunchFlags {
@@ -190,7 +262,13 @@ async function runLaunch(flags: LaunchFlags, script: string, args: string[]): Pr
  */
 async function onEveryRank(command: string, config: string | undefined, flags: Partial<LaunchFlags>, run: (config: string | undefined) => Promise<void>): Promise<void> {
   if (flags.nprocPerNode !== undefined && process.env.RANK === undefined && (flags.nprocPerNode > 1 || (flags.nnodes ?? 1) > 1)) {
+    // The export after a job is this process's, from the job's checkpoint: checked before the job starts.
+    const exporting = command === 'train' ? prepareRun(config, command) : undefined;
+    if (exporting?.config.exportDir && !exporting.config.modelDir) {
+      throw new Error(`hb-ts train: ${config ?? 'defaults'}: exportDir under --nproc-per-node needs modelDir: the job's checkpoint is what is exported`);
+    }
     await runLaunch(flags as LaunchFlags, path.resolve(__dirname, '..', '..', 'bin', 'hb-ts.js'), [command, ...(config ? [path.resolve(config)] : [])]);
+    if (exporting?.config.exportDir && process.exitCode === 0 && (flags.nodeRank ?? 0) === 0) await exportTrained(exporting, config);
     return;
   }
   await run(config);
@@ -231,6 +309,17 @@ export async function main(argv: string[]): Promise<void> {
       }
       console.log(JSON.stringify(report, null, 2));
     });
+  program
+    .command('serve')
+    .argument('<exportDir>', 'the directory exportSavedModel writes versions into (<exportDir>/<version>/)')
+    .description("serve the export's newest version with TensorFlow Serving's REST API (/v1/models/<name>:predict, status, metadata) and /metrics; newer versions are swapped in as they appear")
+    .option('--port <port>', 'the port to listen on (0: any free one)', integerOption('--port'), 8501)
+    .option('--host <host>', "the address to listen on ('0.0.0.0' for other machines)", '127.0.0.1')
+    .option('--model-name <name>', 'the name in /v1/models/<name> (default: the basename of exportDir)')
+    .option('--poll-interval-ms <ms>', 'how often exportDir is looked at for a newer version', integerOption('--poll-interval-ms'), 1000)
+    .option('--max-batch <n>', 'examples one predict request may hold at most', integerOption('--max-batch'), 4096)
+    .option('--device <device>', "where the model runs: 'cpu', 'cuda', 'cuda:N' (default: the current device)")
+    .action((exportDir: string, flags: ServeFlags) => serve(exportDir, flags));
   withLaunchOptions(
     program
       .command('launch')

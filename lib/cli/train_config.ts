@@ -57,6 +57,8 @@ export interface TrainConfig {
   wideOptimizer: OptimizerName;
   wideLearningRate: number;
   modelDir?: string;
+  /** After training, the PREDICT model is exported here (hb-ts serve's directory). */
+  exportDir?: string;
   seed: number;
   /** Where relative paths in the file are taken from (its folder; the working directory without a file). */
   baseDir: string;
@@ -119,6 +121,7 @@ export const SETTINGS: ReadonlyArray<{ key: Exclude<keyof TrainConfig, 'baseDir'
   { key: 'wideOptimizer', help: "wideAndDeep, deepFM: the linear part's optimizer (default 'ftrl', as TF's DNNLinearCombinedClassifier)" },
   { key: 'wideLearningRate', help: 'default 0.1' },
   { key: 'modelDir', help: 'checkpoints (resumed when present), relative to the config file' },
+  { key: 'exportDir', help: 'after training, the model is exported here as a new version for `hb-ts serve` (relative to the config file; needs modelDir under --nproc-per-node)' },
   { key: 'seed', help: 'initial values, and the generated data (default 1)' },
 ];
 
@@ -184,6 +187,8 @@ export function readTrainConfig(file?: string, command = 'train'): TrainConfig {
   config.wideLearningRate = check.positive('wideLearningRate') ?? config.wideLearningRate;
   const modelDir = check.string('modelDir');
   config.modelDir = modelDir === undefined ? undefined : path.resolve(config.baseDir, modelDir);
+  const exportDir = check.string('exportDir');
+  config.exportDir = exportDir === undefined ? undefined : path.resolve(config.baseDir, exportDir);
   config.seed = check.integer('seed', 0) ?? config.seed;
   if (config.trainFiles === undefined) {
     for (const key of ['evalFiles', 'format', 'features', 'epochs'] as const) {
