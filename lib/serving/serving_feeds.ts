@@ -9,6 +9,7 @@ import { readTensorFeatures } from '../feature_column/feature_input';
 import { batchRows } from '../graph/compiled_step';
 import { numericFeed } from '../graph/symbolic_features';
 import { Ragged } from '../tensor/ragged';
+import { dtypeOfTypedArray } from '../tensor/dtype';
 import { ExportedFeed } from './export_format';
 import { BadInputError } from './servable';
 
@@ -22,6 +23,8 @@ export interface PreparedRequest {
 
 export class ServingFeeds {
   private readonly columns: Array<FeatureColumn | undefined>;
+  /** Every raw feature key read, with a numeric feature's width (undefined: a column's). */
+  private readonly keys = new Map<string, number | undefined>();
 
   constructor(readonly specs: readonly ExportedFeed[]) {
     // One column object per distinct config: the ids, row splits and weights of a lookup
@@ -40,6 +43,10 @@ export class ServingFeeds {
       }
       return column;
     });
+    specs.forEach((spec, i) => {
+      if (spec.recipe.kind === 'numeric') this.keys.set(spec.recipe.key, spec.recipe.width);
+      else for (const k of (this.columns[i] as FeatureColumn).keys) if (!this.keys.has(k)) this.keys.set(k, undefined);
+    });
   }
 
   /** The feeds of one request. Anything wrong with its features is a BadInputError naming them. */
@@ -49,44 +56,70 @@ export class ServingFeeds {
     }
     try {
       const read = await readTensorFeatures(features);
-      const rows = agreedRows(features, this.specs, this.columns);
+      const rows = this.agreedRows(features);
       const ragged = new Map<FeatureColumn, Ragged>();
-      const feeds = await Promise.all(
-        this.specs.map(async (spec, i): Promise<FeedValue> => {
-          const recipe = spec.recipe;
-          if (recipe.kind === 'numeric') {
-            const raw = (features as Record<string, unknown>)[recipe.key];
-            if (!Object.prototype.hasOwnProperty.call(features, recipe.key) || raw === undefined) {
-              throw new Error(`feature '${recipe.key}' is missing (it has ${Object.keys(features).map((k) => `'${k}'`).join(', ') || 'no features'})`);
-            }
-            const values = Array.isArray(raw) ? numbersOf(raw, recipe.key) : await numericFeed(raw, recipe.key, recipe.width);
+      // Synchronous where the values are at hand (a request of one row is mostly this
+      // bookkeeping); tensors and dense columns are awaited.
+      const feeds: Array<FeedValue | Promise<FeedValue>> = this.specs.map((spec, i) => {
+        const recipe = spec.recipe;
+        if (recipe.kind === 'numeric') {
+          const raw = (features as Record<string, unknown>)[recipe.key];
+          if (!Object.prototype.hasOwnProperty.call(features, recipe.key) || raw === undefined) {
+            throw new Error(`feature '${recipe.key}' is missing (it has ${Object.keys(features).map((k) => `'${k}'`).join(', ') || 'no features'})`);
+          }
+          const checked = (values: Float32Array) => {
             if (values.length !== rows * recipe.width) throw new Error(`feature '${recipe.key}': ${values.length} values for ${rows} examples of ${recipe.width}`);
             return values;
-          }
-          const column = this.columns[i] as FeatureColumn;
-          if (recipe.kind === 'column_dense') {
-            const { values, rows: got } = await (column as DenseColumn).denseValues(read);
+          };
+          if (dtypeOfTypedArray(raw) === 'float32') return checked(raw as Float32Array);
+          return Array.isArray(raw) ? checked(numbersOf(raw, recipe.key)) : numericFeed(raw, recipe.key, recipe.width).then(checked);
+        }
+        const column = this.columns[i] as FeatureColumn;
+        if (recipe.kind === 'column_dense') {
+          return (column as DenseColumn).denseValues(read).then(({ values, rows: got }) => {
             if (got !== rows) throw new Error(`feature column '${column.name}': ${got} examples, the batch has ${rows}`);
             return values;
-          }
-          let ids = ragged.get(column);
-          if (!ids) {
-            // A dynamic table is keyed by the raw ids (a hash column's whole Fingerprint64).
-            const categorical = column as CategoricalColumn;
-            ids = recipe.rawIds ? (categorical.rawIds as (f: Features) => Ragged).call(categorical, read) : categorical.transform(read);
-            ragged.set(column, ids);
-          }
-          if (ids.nrows !== rows) throw new Error(`feature column '${recipe.name}': ${ids.nrows} examples, the batch has ${rows}`);
-          if (recipe.part === 'ids') return ids.values as FeedValue;
-          if (recipe.part === 'row_splits') return ids.rowSplits;
-          if (!ids.weights) throw new Error(`feature column '${recipe.name}': no weights in this batch`);
-          return ids.weights;
-        }),
-      );
-      return { rows, feeds };
+          });
+        }
+        let ids = ragged.get(column);
+        if (!ids) {
+          // A dynamic table is keyed by the raw ids (a hash column's whole Fingerprint64).
+          const categorical = column as CategoricalColumn;
+          ids = recipe.rawIds ? (categorical.rawIds as (f: Features) => Ragged).call(categorical, read) : categorical.transform(read);
+          ragged.set(column, ids);
+        }
+        if (ids.nrows !== rows) throw new Error(`feature column '${recipe.name}': ${ids.nrows} examples, the batch has ${rows}`);
+        if (recipe.part === 'ids') return ids.values as FeedValue;
+        if (recipe.part === 'row_splits') return ids.rowSplits;
+        if (!ids.weights) throw new Error(`feature column '${recipe.name}': no weights in this batch`);
+        return ids.weights;
+      });
+      return { rows, feeds: feeds.some((f) => f instanceof Promise) ? await Promise.all(feeds) : (feeds as FeedValue[]) };
     } catch (error) {
       throw error instanceof BadInputError ? error : new BadInputError((error as Error)?.message ?? String(error));
     }
+  }
+
+  /**
+   * The batch's number of examples, as every feature the model reads gives it; features
+   * that disagree are named with their counts (blaming whichever was read first would
+   * mislead).
+   */
+  private agreedRows(features: Features): number {
+    let rows = -1;
+    let disagree = false;
+    const counts: Array<[string, number]> = [];
+    for (const [key, width] of this.keys) {
+      const value = (features as Record<string, unknown>)[key];
+      if (value === undefined || value === null) continue; // the column says it is missing
+      const n = rowsOf(value, width);
+      if (n === undefined) continue; // not a batch at all: the column's transform names it
+      counts.push([key, n]);
+      if (rows < 0) rows = n;
+      else if (n !== rows) disagree = true;
+    }
+    if (disagree) throw new BadInputError(`the features disagree on the number of examples: ${counts.map(([k, n]) => `'${k}' has ${n}`).join(', ')}`);
+    return rows >= 0 ? rows : batchRows({ features });
   }
 
   /**
@@ -132,31 +165,13 @@ function numbersOf(values: unknown[], key: string): Float32Array {
   return Float32Array.from(flat as number[]);
 }
 
-/**
- * The batch's number of examples, as every feature the model reads gives it; features
- * that disagree are named with their counts (blaming whichever was read first would
- * mislead).
- */
-function agreedRows(features: Features, specs: readonly ExportedFeed[], columns: ReadonlyArray<FeatureColumn | undefined>): number {
-  const keys = new Set<string>();
-  specs.forEach((spec, i) => {
-    if (spec.recipe.kind === 'numeric') keys.add(spec.recipe.key);
-    else (columns[i] as FeatureColumn).keys.forEach((k) => keys.add(k));
-  });
-  const counts: Array<[string, number]> = [];
-  for (const key of keys) {
-    const value = (features as Record<string, unknown>)[key];
-    if (value === undefined || value === null) continue; // the column says it is missing
-    let rows: number;
-    try {
-      rows = batchRows({ features: { [key]: value } as Features });
-    } catch {
-      continue; // not a batch at all: the column's transform names it
-    }
-    const width = specs.find((s) => s.recipe.kind === 'numeric' && s.recipe.key === key)?.recipe as { width: number } | undefined;
-    counts.push([key, width && ArrayBuffer.isView(value) ? (value as unknown as ArrayLike<number>).length / width.width : rows]);
+/** Examples in one feature's value: a numeric feature's values over its width, else its rows. */
+function rowsOf(value: unknown, width: number | undefined): number | undefined {
+  if (width !== undefined && ArrayBuffer.isView(value)) return (value as unknown as ArrayLike<number>).length / width;
+  if (Array.isArray(value)) return value.length;
+  try {
+    return batchRows({ features: { value } as Features });
+  } catch {
+    return undefined;
   }
-  const distinct = new Set(counts.map(([, n]) => n));
-  if (distinct.size > 1) throw new BadInputError(`the features disagree on the number of examples: ${counts.map(([k, n]) => `'${k}' has ${n}`).join(', ')}`);
-  return counts.length > 0 ? counts[0][1] : batchRows({ features });
 }
