@@ -8,15 +8,15 @@
 // that many bytes into an existing one (reads and writes them), timed interleaved with
 // the lookups, and again back to back (warm cache; printed in parentheses). Ids are uniform over
 // the table, the hardest case for caches. On the CPU, PyTorch's embedding_bag runs on
-// the same shapes as a peer when /usr/bin/python3 has torch.
+// the same shapes as a peer when /usr/bin/python3 has torch (bench/torch_peer.js: the
+// BLAS it loaded is printed; no ratio against a reference-BLAS torch).
 'use strict';
-const { spawnSync } = require('child_process');
-const fs = require('fs');
 const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { timeInterleaved } = require('./timing');
+const { runTorchPeer, blasLine, ratioText } = require('./torch_peer');
 
 const rows = option('rows', 1_000_000);
 const dim = option('dim', 64);
@@ -34,16 +34,6 @@ function uniformIds(n, seed) {
   return ids;
 }
 
-// PyTorch's embedding_bag on the same shapes, when Debian's python3-torch is there.
-function torchPeer(threads) {
-  const python = '/usr/bin/python3';
-  if (!fs.existsSync(python)) return null;
-  const script = path.join(__dirname, 'peers', 'torch_embedding_bag.py');
-  const result = spawnSync(python, [script, rows, dim, batch, hotness, iters, threads].map(String), { encoding: 'utf8' });
-  if (result.status !== 0) return null;
-  return JSON.parse(result.stdout.trim().split('\n').pop());
-}
-
 async function main() {
   console.log(describeMachine(hb));
   const device = hb.currentDevice();
@@ -54,7 +44,10 @@ async function main() {
     hb.ragged(uniformIds(numIds, seed), Int32Array.from({ length: batch + 1 }, (_, i) => i * hotness)),
   );
   const bytes = numIds * dim * 4;
-  const torch = device === 'cpu' ? torchPeer(hb.backend().threads) : null;
+  // PyTorch's embedding_bag on the same shapes (bench/peers/torch_embedding_bag.py), on the CPU.
+  const threads = hb.backend().threads;
+  const torch = device === 'cpu' ? runTorchPeer('torch_embedding_bag.py', [rows, dim, batch, hotness, iters, threads], { threads }) : null;
+  if (torch) console.log(torch.error ? `PyTorch peer not run (${torch.error})` : blasLine(torch));
 
   const copyFrom = hb.variable(hb.initializers.ones(), { shape: [numIds * dim] });
   const copyTo = hb.variable(hb.initializers.zeros(), { shape: [numIds * dim] });
@@ -78,11 +71,11 @@ async function main() {
         `ratio lookup/copy = ${(lookupGBs / copyGBs).toFixed(2)} ` +
         `(copy back to back: ${(bytes / warmCopy / 1e9).toFixed(2)} GB/s, ratio ${(copy > 0 ? warmCopy / lookup : 0).toFixed(2)})`,
     );
-    if (torch) {
-      const t = torch.seconds[combiner];
+    if (torch && !torch.error) {
+      const t = torch.result.seconds[combiner];
       console.log(
-        `  PyTorch ${torch.torch} embedding_bag(${combiner}), ${torch.threads} threads, same shapes: ${(t * 1e3).toFixed(2)} ms/batch; ` +
-          `hb-ts is ${(t / lookup).toFixed(2)}x its speed`,
+        `  PyTorch ${torch.result.torch} embedding_bag(${combiner}), ${torch.result.threads} threads, same shapes: ${(t * 1e3).toFixed(2)} ms/batch; ` +
+          ratioText(torch, `hb-ts is ${(t / lookup).toFixed(2)}x its speed`),
       );
     }
   }

@@ -3,7 +3,8 @@
 // 4096: forward products and the two backward ones of each layer (dX = dY W^T and
 // dW = X^T dY). Prints GFLOP/s through native.kernelRun (the eager path: one async call
 // per product, the output written in place) and the ratio to PyTorch's torch.mm on the
-// same shapes and thread count when /usr/bin/python3 has torch. A ratio that needs no
+// same shapes and thread count when /usr/bin/python3 has torch (bench/torch_peer.js: the
+// BLAS it loaded is printed; no ratio against a reference-BLAS torch). A ratio that needs no
 // PyTorch comes first: against a plain triple loop in JavaScript on one small shape.
 //
 //   node bench/matmul.bench.js [--batch 4096] [--iters 30] [--rounds 2]
@@ -11,14 +12,13 @@
 // HB_SGEMM_ISA=portable|avx2 caps the instruction set the kernel picks (default: the
 // best the CPU has, AVX-512 included); HB_NUM_THREADS sets the threads of both sides.
 'use strict';
-const { spawnSync } = require('child_process');
-const fs = require('fs');
 const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
 const { native } = require(path.resolve(__dirname, '..', 'dist', 'native'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { seededUniform } = require('./workloads');
+const { runTorchPeer, blasLine, ratioText } = require('./torch_peer');
 
 const batch = option('batch', 4096);
 const iters = option('iters', 30);
@@ -64,8 +64,9 @@ async function medianSeconds(fn, count) {
 // The output is allocated by the first call and written in place by the others.
 async function matmulCall([transA, transB, m, n, k], seed) {
   const inputs = [randomTensor(transA ? [k, m] : [m, k], seed), randomTensor(transB ? [n, k] : [k, n], seed + 1)];
-  const [out] = await native.kernelRun('matmul', inputs, [[m, n]], [transA, transB], 'bench/matmul');
-  return () => native.kernelRun('matmul', inputs, [out], [transA, transB], 'bench/matmul');
+  const attrs = { transposeA: Boolean(transA), transposeB: Boolean(transB) };
+  const [out] = await native.kernelRun('matmul', inputs, [[m, n]], attrs, 'bench/matmul');
+  return () => native.kernelRun('matmul', inputs, [out], attrs, 'bench/matmul');
 }
 
 // C = A * B, i-k-j order (rows of B and C read in order): the loop one writes first.
@@ -79,18 +80,11 @@ function naiveMatmul(a, b, c, m, n, k) {
   }
 }
 
-// PyTorch's torch.mm on the same shapes, when /usr/bin/python3 has torch.
+// PyTorch's torch.mm on the same shapes, when /usr/bin/python3 has torch
+// (bench/torch_peer.js: { result, blas, reference } or { error }).
 function torchPeer(threads) {
-  const python = '/usr/bin/python3';
-  if (!fs.existsSync(python)) return { error: `no ${python}` };
-  const script = path.join(__dirname, 'peers', 'torch_matmul.py');
   const spec = JSON.stringify(shapes.map((s) => s.slice(0, 5)));
-  const result = spawnSync(python, [script, spec, String(iters), String(threads)], { encoding: 'utf8' });
-  if (result.status !== 0) {
-    const reason = (result.stderr || String(result.error || '')).trim().split('\n').pop();
-    return { error: reason || `exit status ${result.status}` };
-  }
-  return JSON.parse(result.stdout.trim().split('\n').pop());
+  return runTorchPeer('torch_matmul.py', [spec, iters, threads], { threads });
 }
 
 const gflops = (m, n, k, seconds) => (2 * m * n * k) / seconds / 1e9;
@@ -129,10 +123,11 @@ async function main() {
       torch = peer;
       break;
     }
-    if (torch) peer.seconds = peer.seconds.map((t, s) => Math.min(t, torch.seconds[s]));
+    if (torch) peer.result.seconds = peer.result.seconds.map((t, s) => Math.min(t, torch.result.seconds[s]));
     torch = peer;
   }
   if (torch.error) console.log(`PyTorch peer not run (${torch.error}); hb-ts figures only`);
+  else console.log(blasLine(torch));
   let ratioLog = 0;
   for (let s = 0; s < shapes.length; s++) {
     const [transA, transB, m, n, k, what] = shapes[s];
@@ -141,15 +136,15 @@ async function main() {
       `matmul ${stored} (${what})${isa}: ${gflops(m, n, k, seconds[s]).toFixed(1)} GFLOP/s ` +
       `(${(seconds[s] * 1e3).toFixed(3)} ms, ${threads} threads)`;
     if (!torch.error) {
-      const theirs = torch.seconds[s];
+      const theirs = torch.result.seconds[s];
       ratioLog += Math.log(theirs / seconds[s]);
       line +=
-        ` | PyTorch ${torch.torch} torch.mm, ${torch.threads} threads: ${gflops(m, n, k, theirs).toFixed(1)} GFLOP/s; ` +
-        `hb-ts is ${(theirs / seconds[s]).toFixed(2)}x its speed`;
+        ` | PyTorch ${torch.result.torch} torch.mm, ${torch.result.threads} threads: ${gflops(m, n, k, theirs).toFixed(1)} GFLOP/s; ` +
+        ratioText(torch, `hb-ts is ${(theirs / seconds[s]).toFixed(2)}x its speed`);
     }
     console.log(line);
   }
-  if (!torch.error) {
+  if (!torch.error && !torch.reference) {
     console.log(`geometric mean over ${shapes.length} shapes: hb-ts is ${Math.exp(ratioLog / shapes.length).toFixed(2)}x PyTorch's speed`);
   }
 }

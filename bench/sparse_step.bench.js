@@ -16,12 +16,17 @@
 // the touched rows' read and write of weights and accumulators (4 x unique x dim x 4).
 // Today a step is three native calls (lookup, backward, update); the compiled plan of
 // the training issue will make it one.
+//
+// On the CPU, the PyTorch peer (bench/peers/torch_sparse_step.py: nn.EmbeddingBag with
+// sparse=True and torch.optim.Adagrad, the same ids, shapes, learning rate and initial
+// accumulator) runs after ours when /usr/bin/python3 has torch (bench/torch_peer.js).
 'use strict';
 const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { seededUniform, sparseAdagradStep } = require('./workloads');
+const { runTorchPeer, blasLine, ratioText } = require('./torch_peer');
 
 const rows = option('rows', 1_000_000);
 const dim = option('dim', 64);
@@ -79,6 +84,22 @@ async function main() {
       `(${(stepSeconds * 1e3).toFixed(1)} ms), ${(bytes / stepSeconds / 1e9).toFixed(2)} GB/s effective | ` +
       `copy of the same ${(bytes / 1e6).toFixed(1)} MB: ${(bytes / copySeconds / 1e9).toFixed(2)} GB/s | ` +
       `ratio step/copy = ${(copySeconds / stepSeconds).toFixed(2)}`,
+  );
+
+  if (device !== 'cpu') return;
+  // 0.01: the learning rate of workloads.js's sparseAdagradStep (it does not change the work).
+  const threads = hb.backend().threads;
+  const torch = runTorchPeer('torch_sparse_step.py', [rows, dim, batch, features, alpha, iters, threads, 0.01], { threads });
+  if (torch.error) {
+    console.log(`  PyTorch peer not run (${torch.error})`);
+    return;
+  }
+  console.log(`  ${blasLine(torch)}`);
+  const torchSeconds = torch.result.seconds_per_step;
+  console.log(
+    `  PyTorch ${torch.result.torch} EmbeddingBag(sum, sparse=True) + optim.Adagrad, ${torch.result.threads} threads, same ids ` +
+      `(${Math.round(torch.result.unique_rows)} unique rows/step): ${(1 / torchSeconds).toFixed(1)} steps/s (${(torchSeconds * 1e3).toFixed(1)} ms); ` +
+      ratioText(torch, `hb-ts is ${(torchSeconds / stepSeconds).toFixed(2)}x its speed`),
   );
 }
 

@@ -1,8 +1,13 @@
 """PyTorch's CPU DLRM training step on the shapes bench/dlrm_step.bench.js uses.
 
 nn.EmbeddingBag (sum, sparse gradients) per table, bottom and top MLPs, DLRM's dot
-interaction, BCE-with-logits, Adagrad (sparse for the tables). Prints one JSON line:
-{"torch": version, "threads": n, "seconds_per_step": median}.
+interaction, BCE-with-logits, Adagrad (sparse for the tables; initial accumulator 0.1
+as hb-ts's). Ids: one per table and example, from the power law of hb-ts's
+Dataset.synthetic (continuous power law with exponent alpha over the ranks, floored,
+then a fixed permutation of the rows), so both sides update as many unique rows.
+Arguments: num_dense num_tables rows dim batch iters threads bottom top [alpha=1.1].
+Prints one JSON line: {"torch": version, "blas": torch_blas.blas_report(), "threads": n,
+"seconds_per_step": median, "unique_rows": mean unique ids per table and step}.
 """
 import json
 import sys
@@ -11,10 +16,14 @@ import time
 import torch
 import torch.nn as nn
 
+from torch_blas import blas_report
+
 num_dense, num_tables, rows, dim, batch, iters, threads = (int(x) for x in sys.argv[1:8])
 bottom = [int(x) for x in sys.argv[8].split(",")]
 top = [int(x) for x in sys.argv[9].split(",")]
+alpha = float(sys.argv[10]) if len(sys.argv) > 10 else 1.1
 torch.set_num_threads(threads)
+blas = blas_report()
 torch.manual_seed(1)
 
 
@@ -33,14 +42,31 @@ features = num_tables + 1
 pairs = features * (features - 1) // 2
 top_mlp = mlp([dim + pairs] + top, True)
 li, lj = torch.tril_indices(features, features, offset=-1)
-sparse_opt = torch.optim.Adagrad(list(tables.parameters()), lr=0.05)
-dense_opt = torch.optim.Adagrad(list(bottom_mlp.parameters()) + list(top_mlp.parameters()), lr=0.05)
+sparse_opt = torch.optim.Adagrad(list(tables.parameters()), lr=0.05, initial_accumulator_value=0.1)
+dense_opt = torch.optim.Adagrad(list(bottom_mlp.parameters()) + list(top_mlp.parameters()), lr=0.05, initial_accumulator_value=0.1)
 loss_fn = nn.BCEWithLogitsLoss()
 
+
+
+def power_law_ids(n, permutation):
+    """Dataset.synthetic's ids: rank = floor(x) - 1 with x drawn from a density ~ x^-alpha on [1, rows + 1)."""
+    u = torch.rand(n, dtype=torch.float64)
+    if alpha == 0:
+        x = 1 + u * rows
+    elif abs(alpha - 1) < 1e-9:
+        x = torch.exp(u * torch.log(torch.tensor(rows + 1.0, dtype=torch.float64)))
+    else:
+        span = (rows + 1.0) ** (1 - alpha) - 1
+        x = torch.exp(torch.log1p(u * span) / (1 - alpha))
+    rank = (x.floor().long() - 1).clamp(0, rows - 1)
+    return permutation[rank]
+
+
+permutations = [torch.randperm(rows) for _ in range(num_tables)]
 batches = []
 for _ in range(4):
     dense = torch.rand(batch, num_dense)
-    ids = [torch.randint(0, rows, (batch,)) for _ in range(num_tables)]
+    ids = [power_law_ids(batch, p) for p in permutations]
     offsets = torch.arange(batch)
     labels = torch.randint(0, 2, (batch, 1)).float()
     batches.append((dense, ids, offsets, labels))
@@ -69,4 +95,6 @@ for i in range(iters):
     step(batches[i % 4])
     times.append(time.perf_counter() - start)
 times.sort()
-print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "seconds_per_step": times[len(times) // 2]}))
+unique_rows = sum(len(torch.unique(i)) for b in batches for i in b[1]) / (len(batches) * num_tables)
+print(json.dumps({"torch": torch.__version__, "blas": blas, "threads": torch.get_num_threads(),
+                  "seconds_per_step": times[len(times) // 2], "unique_rows": unique_rows}))

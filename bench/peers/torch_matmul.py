@@ -3,7 +3,7 @@
 Arguments: a JSON list of [transA, transB, M, N, K], iterations, threads. A transposed
 operand is a transposed view of the stored matrix, as the graph stores it, so torch.mm
 passes the transpose to its BLAS instead of copying. Prints one JSON line:
-{"torch": version, "threads": n, "seconds": [median per shape]}.
+{"torch": version, "blas": torch_blas.blas_report(), "threads": n, "seconds": [median per shape]}.
 """
 import json
 import sys
@@ -11,9 +11,12 @@ import time
 
 import torch
 
+from torch_blas import blas_report
+
 shapes = json.loads(sys.argv[1])
 iters, threads = int(sys.argv[2]), int(sys.argv[3])
 torch.set_num_threads(threads)
+blas = blas_report()
 generator = torch.Generator().manual_seed(1)
 
 seconds = []
@@ -32,4 +35,4 @@ for trans_a, trans_b, m, n, k in shapes:
         times.append(time.perf_counter() - start)
     times.sort()
     seconds.append(times[len(times) // 2])
-print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "seconds": seconds}))
+print(json.dumps({"torch": torch.__version__, "blas": blas, "threads": torch.get_num_threads(), "seconds": seconds}))

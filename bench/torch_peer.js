@@ -1,0 +1,75 @@
+// Runs a PyTorch peer of a bench (bench/peers/<script>) the way a user's machine would:
+// /usr/bin/python3, this process's environment minus OPENBLAS_CORETYPE and
+// OPENBLAS_L2_SIZE (the machines these benches run on pin them for older OpenBLAS builds;
+// a user's machine has neither, and with them OpenBLAS picks a slower kernel, e.g.
+// Haswell's on an AVX-512 CPU), and as many threads as ours (OMP_NUM_THREADS, which
+// OpenBLAS also reads, and torch.set_num_threads through the script's arguments).
+//
+// Every peer prints one JSON line with a "blas" report (bench/peers/torch_blas.py): the
+// BLAS torch was built against and the one actually loaded. A peer on the reference
+// netlib BLAS (or on torch's own fallback loops) is not the best PyTorch a user can
+// install: the benches then print its timings but no ratio.
+'use strict';
+const { spawnSync } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+
+const PYTHON = '/usr/bin/python3';
+const PINNED = ['OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE'];
+const REFUSAL = 'ratio not printed: torch runs on the reference BLAS; install libopenblas0-pthread';
+
+/**
+ * runTorchPeer('torch_matmul.py', [...], { threads }) ->
+ *   { result, blas: { library, config, core, kind, build }, reference } or { error }.
+ */
+function runTorchPeer(script, args, { threads } = {}) {
+  if (!fs.existsSync(PYTHON)) return { error: `no ${PYTHON}` };
+  const env = { ...process.env };
+  for (const name of PINNED) delete env[name];
+  if (threads) env.OMP_NUM_THREADS = String(threads);
+  env.PYTHONDONTWRITEBYTECODE = '1'; // no __pycache__ in bench/peers
+  const file = path.isAbsolute(script) ? script : path.join(__dirname, 'peers', script);
+  const run = spawnSync(PYTHON, [file, ...args.map(String)], { encoding: 'utf8', env, maxBuffer: 64 << 20 });
+  if (run.error) return { error: String(run.error.message || run.error) };
+  if (run.status !== 0) {
+    const reason = (run.stderr || '').trim().split('\n').pop();
+    return { error: reason || `${path.basename(file)} exited with status ${run.status}` };
+  }
+  let result;
+  try {
+    result = JSON.parse(run.stdout.trim().split('\n').pop());
+  } catch (error) {
+    return { error: `${path.basename(file)} printed no JSON line (${error.message})` };
+  }
+  const report = result.blas || {};
+  const blas = {
+    library: report.library || null,
+    config: report.config || null,
+    core: report.core || null,
+    kind: report.kind || 'unknown',
+    build: report.build || {},
+    coretypeEnv: report.coretype_env || null,
+  };
+  return { result, blas, reference: blas.kind === 'reference' || blas.kind === 'unknown' };
+}
+
+/** The line a bench prints about the peer's BLAS. */
+function blasLine(peer) {
+  const { library, config, core, kind, build, coretypeEnv } = peer.blas;
+  const what = config || (kind === 'reference' ? 'reference BLAS (netlib)' : kind);
+  const parts = [
+    `PyTorch ${peer.result.torch} BLAS: ${what}`,
+    core ? `core ${core}` : null,
+    library ? `loaded ${library}` : 'no BLAS library loaded',
+    `built with BLAS_INFO=${build.BLAS_INFO}`,
+    coretypeEnv ? `OPENBLAS_CORETYPE=${coretypeEnv} (forced)` : null,
+  ].filter(Boolean);
+  return `${parts.join('; ')}${peer.reference ? ` -- ${REFUSAL}` : ''}`;
+}
+
+/** `text` (a ratio against the peer), or the refusal when the peer runs on the reference BLAS. */
+function ratioText(peer, text) {
+  return peer.reference ? REFUSAL : text;
+}
+
+module.exports = { runTorchPeer, blasLine, ratioText, REFUSAL };
