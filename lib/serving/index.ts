@@ -1,6 +1,7 @@
 // hb.serving: run what was exported (estimator.exportSavedModel) in this process, or
 // behind TensorFlow Serving's REST API (`hb-ts serve`).
-export { loadModel } from './load_model';
+// `load` is API.md's name; `loadModel` the issue's and the one the docs use.
+export { loadModel, loadModel as load } from './load_model';
 export type { LoadModelOptions } from './load_model';
 export { BadInputError } from './servable';
 export { startServer } from './http_server';
