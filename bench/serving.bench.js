@@ -114,9 +114,9 @@ async function main() {
         const sequential = await timeOnce(async () => {
           for (const r of requests) await model.predict(r);
         });
-        const callsBefore = model.batchSizes.length;
+        const callsBefore = model.batchStats.calls;
         const together = await timeOnce(() => Promise.all(requests.map((r) => model.predict(r))));
-        const calls = model.batchSizes.length - callsBefore;
+        const calls = model.batchStats.calls - callsBefore;
         console.log(
           `  round ${round + 1}: at once ${Math.round(requests.length / together)} predictions/s in ${calls} native calls, ` +
             `one after another ${Math.round(requests.length / sequential)} predictions/s | ${(sequential / together).toFixed(2)}x`,

@@ -119,6 +119,8 @@ describe('parsePredictRequest: row format', () => {
       [{}, "the request body has neither 'instances' (row format) nor 'inputs' (columnar format)"],
       [{ instance: [rowOf()] }, /^unknown key 'instance' in the request body/],
       [{ signature_name: 'predict', instances: [rowOf()] }, `signature_name a string ("predict") is not one of this model's; it has 'serving_default' only`],
+      // A decimal string longer than any int64 is refused before it is parsed.
+      [{ instances: [rowOf({ item: '1'.repeat(5000) })] }, /^instance 0: categorical feature 'item' takes int64 integers \(numbers or decimal strings\), got a string/],
     ];
     for (const [body, message] of cases) {
       const error = rejection(() => parsePredictRequest(body as Record<string, unknown>, signature, 3));
@@ -126,6 +128,16 @@ describe('parsePredictRequest: row format', () => {
       else expect(error.message).toMatch(message);
       expect(error.status).toBe(400);
     }
+  });
+
+  test('ids without their weights are refused (they would be read with weight 0), in both formats', () => {
+    const paired: ServingSignature = { ...signature, inputs: signature.inputs.map((i) => (i.name === 'item_weight' ? { ...i, weightsOf: 'item' } : i)) };
+    const refused = (body: unknown) => rejection(() => parsePredictRequest(body as Record<string, unknown>, paired, 3)).message;
+    expect(refused({ instances: [rowOf({ item: 3, item_weight: 0.5 }), rowOf({ item: 4 })] })).toBe("instance 1: weight feature 'item_weight' is missing while 'item' has values");
+    expect(refused({ inputs: { price: [1], dense: [[1, 2, 3]], item: [[3, 4]] } })).toBe("inputs: example 0: weight feature 'item_weight' is missing while 'item' has values");
+    // An example without ids may leave its weights out.
+    expect(() => parsePredictRequest({ instances: [rowOf({ item: 3, item_weight: 0.5 }), rowOf()] }, paired, 3)).not.toThrow();
+    expect(() => parsePredictRequest({ instances: [rowOf({ item: [], item_weight: [] }), rowOf({ item: [] })] }, paired, 3)).not.toThrow();
   });
 
   test("signature_name 'serving_default' is accepted", () => {

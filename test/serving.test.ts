@@ -144,7 +144,7 @@ describe('export, then loadModel, predicts what the Estimator predicts', () => {
           { name: 'color', kind: 'categorical', dtype: 'string' },
           { name: 'city', kind: 'categorical', dtype: 'string' },
           { name: 'tags', kind: 'categorical', dtype: 'string' },
-          { name: 'tagWeight', kind: 'weights', dtype: 'float32' },
+          { name: 'tagWeight', kind: 'weights', dtype: 'float32', weightsOf: 'tags' },
         ]),
       );
       for (const seed of [11, 12]) {
@@ -155,9 +155,47 @@ describe('export, then loadModel, predicts what the Estimator predicts', () => {
         for (const k of Object.keys(expected)) expect(Array.from(served[k])).toEqual(expected[k]);
         expect(served.extra.length).toBe(rows * 11);
       }
+      // Requests of different sizes, multi-hot and weighted with empty rows, merged into
+      // fewer native calls: each still gets its own rows.
+      const slices = [1, 7, 64, 3, 20].map((n, k) => {
+        const full = batchOf(30 + k);
+        const f = full.features as Record<string, unknown[] | Float32Array>;
+        return { features: Object.fromEntries(Object.entries(f).map(([key, v]) => [key, v.slice(0, n)])) as hb.estimator.Batch['features'] };
+      });
+      const alone: Array<Record<string, Float32Array>> = [];
+      for (const b of slices) alone.push(await model.predict(b.features));
+      const calls = (model as unknown as { batchStats: { calls: number } }).batchStats.calls;
+      const together = await Promise.all(slices.map((b) => model.predict(b.features)));
+      expect((model as unknown as { batchStats: { calls: number } }).batchStats.calls - calls).toBeLessThan(slices.length);
+      together.forEach((t, k) => {
+        for (const key of Object.keys(alone[k])) expect([key, Array.from(t[key])]).toEqual([key, Array.from(alone[k][key])]);
+      });
     } finally {
       await model.close();
     }
+  });
+
+  test('one hash column feeding a fixed table and a dynamic one: each gets its own ids', async () => {
+    const rows = 32;
+    const batchOf = (seed: number): hb.estimator.Batch => ({
+      features: { q: Array.from({ length: rows }, (_, i) => `q${(i * 7 + seed) % 23}`) },
+      labels: Float32Array.from({ length: rows }, (_, i) => ((i * 7 + seed) % 23) % 2),
+    });
+    const q = fc.categoricalColumnWithHashBucket('q', 50);
+    const modelFn: hb.estimator.ModelFn = (features, labels, mode) => {
+      const fixed = fc.embeddingColumn(q, 3, { initializer: hb.initializers.truncatedNormal({ stddev: 0.5, seed: 1 }) });
+      const dynamic = fc.sharedEmbeddingColumns([q], 2, { embBackend: 'DYNAMIC', sharedEmbeddingCollectionName: 'q_raw', initializer: hb.initializers.truncatedNormal({ stddev: 0.5, seed: 2 }) })[0];
+      const logits = hb.layers.dense(fc.DenseFeatures([fixed, dynamic])(features), 1);
+      if (mode === hb.estimator.ModeKeys.PREDICT) return hb.estimator.EstimatorSpec({ mode, predictions: { logits } });
+      const loss = hb.losses.sigmoidCrossEntropy(labels, logits);
+      return hb.estimator.EstimatorSpec({ mode, loss, trainOp: new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss) });
+    };
+    const est = new hb.estimator.Estimator({ modelFn, config: quiet() });
+    await est.train(() => [1, 2, 3].map(batchOf), { steps: 3 });
+    const model = await hb.serving.loadModel(await est.exportSavedModel(tmpDir()));
+    const batch = batchOf(5);
+    expect(Array.from((await model.predict(batch.features)).logits)).toEqual((await estimatorPredictions(est, batch)).logits);
+    await model.close();
   });
 
   test('without a modelDir the model exports as it is now; a fresh Estimator on a modelDir exports its latest checkpoint', async () => {
@@ -242,11 +280,12 @@ describe('micro-batching', () => {
     for await (const b of dataset(2048, EVAL, 64)().take(32)) batches.push(b);
     const alone: Float32Array[] = [];
     for (const b of batches) alone.push((await model.predict(b.features)).probs);
-    const callsBefore = (model as unknown as { batchSizes: number[] }).batchSizes.length;
+    const stats = () => (model as unknown as { batchStats: { calls: number; recentRows: number[] } }).batchStats;
+    const callsBefore = stats().calls;
     const together = await Promise.all(batches.map((b) => model.predict(b.features)));
-    const calls = (model as unknown as { batchSizes: number[] }).batchSizes.slice(callsBefore);
-    expect(calls.length).toBeLessThan(batches.length);
-    expect(calls.reduce((a, b) => a + b, 0)).toBe(batches.length * 64);
+    const calls = stats().calls - callsBefore;
+    expect(calls).toBeLessThan(batches.length);
+    expect(stats().recentRows.slice(-calls).reduce((a, b) => a + b, 0)).toBe(batches.length * 64);
     together.forEach((t, i) => expect(Array.from(t.probs)).toEqual(Array.from(alone[i])));
     // One request with a bad feature among good ones fails alone.
     const bad = { ...batches[0].features, I1: new Float32Array(3) };
@@ -311,6 +350,8 @@ describe('what is refused', () => {
     await expect(model.predict({ ...f, I1: new Float32Array(5) })).rejects.toThrow(/the features disagree on the number of examples: 'I1' has 5, 'I2' has 256/);
     await expect(model.predict({ ...f, user: hb.ragged([1, 2], [0, 1, 2]) })).rejects.toThrow(/'user' has 2/);
     await expect(model.predict(null as never)).rejects.toThrow(/features must be an object/);
+    // Plain numbers: one per example (width 1), and typed arrays of whole examples.
+    await expect(model.predict({ ...f, I1: Array.from({ length: 256 }, (_, i) => (i === 3 ? [1, 2] : 1)) as never })).rejects.toThrow(/'I1'.* (row|example) 3 has 2 values/);
     // The model still serves.
     expect((await model.predict(f)).probs.length).toBe(256);
   });
@@ -335,6 +376,20 @@ describe('what is refused', () => {
       fs.writeFileSync(path.join(d, 'manifest.json'), JSON.stringify({ ...m, format: 'tf-saved-model' }));
     });
     await expect(hb.serving.loadModel(other)).rejects.toThrow(/format "tf-saved-model"; this hb-ts reads hb-ts-saved-model\/1/);
+    // Consistently re-hashed edits (what a hash cannot catch): each is still refused.
+    const rehashed = (edit: (graph: { params: Array<Record<string, unknown>> }) => void) =>
+      copy((d) => {
+        const graph = JSON.parse(fs.readFileSync(path.join(d, 'graph.json'), 'utf8'));
+        edit(graph);
+        const bytes = Buffer.from(JSON.stringify(graph));
+        fs.writeFileSync(path.join(d, 'graph.json'), bytes);
+        const m = JSON.parse(fs.readFileSync(path.join(d, 'manifest.json'), 'utf8'));
+        m.files['graph.json'] = { sha256: require('crypto').createHash('sha256').update(bytes).digest('hex'), bytes: bytes.length };
+        fs.writeFileSync(path.join(d, 'manifest.json'), JSON.stringify(m));
+      });
+    await expect(hb.serving.loadModel(rehashed((g) => (g.params[0].offset = 1 << 30)))).rejects.toThrow(/does not fit in variables.bin/);
+    await expect(hb.serving.loadModel(rehashed((g) => ([g.params[0], g.params[1]] = [g.params[1], g.params[0]])))).rejects.toThrow(/where the plan binds/);
+    await expect(hb.serving.loadModel(rehashed((g) => (g.params[0].shape = [-1])))).rejects.toThrow(/has shape \[-1\]/);
     const garbage = copy((d) => fs.writeFileSync(path.join(d, 'manifest.json'), '{"format'));
     await expect(hb.serving.loadModel(garbage)).rejects.toThrow(/manifest.json cannot be read as JSON/);
     await expect(hb.serving.loadModel(tmpDir())).rejects.toThrow(/holds no export/);
@@ -359,6 +414,20 @@ describe('what is refused', () => {
     await expect(plain.exportSavedModel(tmpDir(), { tableDtype: 'int8' as never })).rejects.toThrow(/tableDtype/);
     await expect(plain.exportSavedModel(tmpDir(), { tabledtype: 'float16' } as never)).rejects.toThrow(/tableDtype/);
     await expect(plain.exportSavedModel('')).rejects.toThrow(/exportDir must be a non-empty string/);
+  });
+});
+
+describe('half floats', () => {
+  const { toFloat16, fromFloat16, toBFloat16, fromBFloat16 } = require('../lib/serving/half_float') as typeof import('../lib/serving/half_float');
+  test('float16 and bfloat16 round to nearest even, keep NaN, overflow to infinity, and read back every value exactly', () => {
+    const x = Float32Array.of(0, -0, 1, -2.5, 65504, 65520, 1e6, 2 ** -24, 2 ** -26, 1 + 2 ** -11, 1 + 3 * 2 ** -11, NaN, Infinity, -Infinity, 3.14159);
+    expect(Array.from(fromFloat16(toFloat16(x)))).toEqual([0, -0, 1, -2.5, 65504, Infinity, Infinity, 2 ** -24, 0, 1, 1 + 4 * 2 ** -11, NaN, Infinity, -Infinity, 3.140625]);
+    const b = Float32Array.of(1, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 3.4e38, NaN, -0);
+    expect(Array.from(fromBFloat16(toBFloat16(b)))).toEqual([1, 1, 1 + 4 * 2 ** -8, Infinity, NaN, -0]);
+    // Every half (NaNs aside) widens and narrows back to itself.
+    const all = Uint16Array.from({ length: 65536 }, (_, i) => i).filter((h) => (h & 0x7c00) !== 0x7c00 || (h & 0x3ff) === 0);
+    expect(Array.from(toFloat16(fromFloat16(all)))).toEqual(Array.from(all));
+    expect(Array.from(toBFloat16(fromBFloat16(all)))).toEqual(Array.from(all));
   });
 });
 

@@ -314,6 +314,26 @@ describe('refused requests', () => {
     expect((await post(url, { instances: [row] })).status).toBe(200);
   });
 
+  test('beyond maxInFlight predict requests, a 503 with Retry-After at once; served again once they finish', async () => {
+    const server = await serve(exportDirWith(1), { maxInFlight: 2 });
+    const url = predictUrl(server);
+    const row = { x: 1, pair: [0, 0] };
+    await until(() => models.length === 1, 'the model to load');
+    const model = models[0];
+    model.gate.shut();
+    const held = [post(url, { instances: [row] }), post(url, { instances: [row] })];
+    await until(() => model.inFlight === 2, 'two predictions in flight');
+    const busy = await post(url, { instances: [row] });
+    expect(busy.status).toBe(503);
+    expect(busy.headers['retry-after']).toBe('1');
+    expect(busy.json.error).toMatch(/^the server is busy: 2 predict requests in flight/);
+    // Status and metrics are not predict requests: still answered.
+    expect((await send(`${server.url}/v1/models/${MODEL}`)).status).toBe(200);
+    model.gate.open();
+    expect((await Promise.all(held)).map((r) => r.status)).toEqual([200, 200]);
+    expect((await post(url, { instances: [row] })).status).toBe(200);
+  });
+
   test('a body over maxRequestBytes is a 413, unread: by its Content-Length, as it streams, or before 100-continue', async () => {
     const server = await serve(exportDirWith(1), { maxRequestBytes: 1024 });
     const url = new URL(predictUrl(server));

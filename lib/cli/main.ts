@@ -187,6 +187,7 @@ interface ServeFlags {
   modelName?: string;
   pollIntervalMs: number;
   maxBatch: number;
+  maxInFlight: number;
   device?: string;
 }
 
@@ -206,6 +207,7 @@ async function serve(exportDir: string, flags: ServeFlags): Promise<void> {
     port: flags.port,
     pollIntervalMs: flags.pollIntervalMs,
     maxBatch: flags.maxBatch,
+    maxInFlight: flags.maxInFlight,
     load: (dir) => loadModel(dir, { device: flags.device }),
     log: (line) => console.error(`hb-ts serve: ${line}`),
     // The first version is announced once the address is known (below); later ones as they swap in.
@@ -318,6 +320,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--model-name <name>', 'the name in /v1/models/<name> (default: the basename of exportDir)')
     .option('--poll-interval-ms <ms>', 'how often exportDir is looked at for a newer version', integerOption('--poll-interval-ms'), 1000)
     .option('--max-batch <n>', 'examples one predict request may hold at most', integerOption('--max-batch'), 4096)
+    .option('--max-in-flight <n>', 'predict requests read or answered at once, at most (more get a 503)', integerOption('--max-in-flight'), 64)
     .option('--device <device>', "where the model runs: 'cpu', 'cuda', 'cuda:N' (default: the current device)")
     .action((exportDir: string, flags: ServeFlags) => serve(exportDir, flags));
   withLaunchOptions(

@@ -13,6 +13,8 @@ import { LookupColumn } from '../feature_column/embedding';
 import { compileGraph } from '../graph/compile';
 import { Feed, SymbolicTensor } from '../graph/graph';
 import { native, TypedArray } from '../native';
+import { Ragged } from '../tensor/ragged';
+import { StringColumn } from '../tensor/string_column';
 import {
   EXPORT_FORMAT,
   ExportedFeed,
@@ -73,14 +75,14 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
   let values: (name: string) => Promise<TypedArray | undefined>;
   let dynamicRows: (name: string) => Promise<{ ids: BigInt64Array; values: Float32Array } | undefined>;
   let globalStep = source.globalStep;
-  let from = 'memory';
+  let variablesSource = 'memory';
   if (source.modelDir) {
     await source.saveCheckpoint();
     const checkpoint = await readCheckpoint(source.modelDir).catch((error: Error) => {
       throw new Error(`${fn}: no checkpoint to export in ${source.modelDir}: ${error.message}`);
     });
     globalStep = checkpoint.globalStep;
-    from = path.basename(checkpoint.path);
+    variablesSource = path.basename(checkpoint.path);
     values = async (name) => checkpoint.tensors.get(name)?.data;
     dynamicRows = async (name) => {
       const [rows, ids] = [checkpoint.tensors.get(name), checkpoint.tensors.get(`${name}/ids`)];
@@ -95,15 +97,13 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
   }
 
   const { graph, predictions } = await source.exportGraph(example);
-  // What an export cannot hold is said before compiling.
-  const dynamicTables = new Set<string>();
-  for (const feed of graph.feeds) {
-    exportedRecipe(feed);
-    if (feed.recipe?.kind === 'column_ids' && (feed.recipe.column as LookupColumn).keyedByRawIds) dynamicTables.add((feed.recipe.column as LookupColumn).tableName);
-  }
+  // Every feed as data first: what an export cannot hold is said before compiling.
+  const recipes = new Map<Feed, ExportedRecipe>(graph.feeds.map((feed) => [feed, exportedRecipe(feed)]));
+  const lookupColumns = graph.feeds.flatMap((feed) => (feed.recipe?.kind === 'column_ids' ? [feed.recipe.column as LookupColumn] : []));
+  const tables = new Set(lookupColumns.map((c) => c.tableName));
+  const dynamicTables = new Set(lookupColumns.filter((c) => c.keyedByRawIds).map((c) => c.tableName));
   const compiled = compileGraph(graph, predictions.map(([, t]) => t));
-  const tables = new Set<string>();
-  const feeds: ExportedFeed[] = compiled.feeds.map((feed) => exportedFeed(feed, tables));
+  const feeds: ExportedFeed[] = compiled.feeds.map((feed) => ({ name: feed.name, dtype: feed.dtype, recipe: recipes.get(feed) as ExportedRecipe }));
   if (compiled.optimizers.length > 0) throw new Error(`${fn}: the PREDICT model applies an optimizer; a modelFn trains only in TRAIN mode`);
 
   // Parameters: every variable from the checkpoint (or the live model), every constant as
@@ -126,7 +126,7 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
   const bytesOf = (data: TypedArray | Uint16Array) => new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   const halved = (name: string, data: TypedArray): { data: TypedArray | Uint16Array; storedDtype?: 'float16' | 'bfloat16' } =>
     tables.has(name) && tableDtype !== 'float32' ? { data: tableDtype === 'float16' ? toFloat16(data as Float32Array) : toBFloat16(data as Float32Array), storedDtype: tableDtype } : { data };
-  const where = from === 'memory' ? 'the model' : from;
+  const where = variablesSource === 'memory' ? 'the model' : variablesSource;
   for (let i = 0; i < compiled.spec.params.length; i++) {
     const spec = compiled.spec.params[i];
     if (spec.dtype !== 'float32' && spec.dtype !== 'float64' && spec.dtype !== 'int32' && spec.dtype !== 'int64') {
@@ -152,7 +152,7 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
     const raw = isVariable ? await values(spec.name) : ((await native.tensorData(compiled.params[i])) as TypedArray);
     if (raw === undefined) throw new Error(`${fn}: variable '${spec.name}' is not in ${where}: was the model trained with this modelFn?`);
     const count = spec.shape.reduce((a, b) => a * b, 1);
-    if (raw.length !== count) throw new Error(`${fn}: variable '${spec.name}' holds ${raw.length} values in ${from}, the model's is [${spec.shape}]`);
+    if (raw.length !== count) throw new Error(`${fn}: variable '${spec.name}' holds ${raw.length} values in ${where}, the model's is [${spec.shape}]`);
     const { data, storedDtype } = halved(spec.name, raw);
     params.push({ name: spec.name, dtype: spec.dtype, storedDtype: storedDtype ?? spec.dtype, shape: [...spec.shape], offset: append(bytesOf(data)), bytes: data.byteLength });
   }
@@ -164,7 +164,7 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
   });
   const exported: ExportedGraph = { plan: compiled.spec, feeds, outputs, params };
   const signature: ServingSignature = {
-    inputs: signatureInputs(feeds),
+    inputs: signatureInputs(feeds, example),
     outputs: outputs.map((o) => ({ name: o.name, dtype: 'float32', width: o.width })),
   };
   const graphBytes = Buffer.from(JSON.stringify(exported), 'utf8');
@@ -177,18 +177,12 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
       version,
       createdAt: new Date(version * 1000).toISOString(),
       globalStep,
-      source: from,
+      source: variablesSource,
       tableDtype,
       signature,
       files,
     }),
   });
-}
-
-function exportedFeed(feed: Feed, tables: Set<string>): ExportedFeed {
-  const recipe = exportedRecipe(feed);
-  if (recipe.kind === 'column_ids') tables.add((feed.recipe as { column: LookupColumn }).column.tableName);
-  return { name: feed.name, dtype: feed.dtype, recipe };
 }
 
 function exportedRecipe(feed: Feed): ExportedRecipe {
@@ -207,8 +201,18 @@ function exportedRecipe(feed: Feed): ExportedRecipe {
   return out;
 }
 
+/**
+ * Whether a raw feature of the sample batch holds strings or integers: a crossed column
+ * hashes both, differently, so serving must be told which training saw.
+ */
+function sampleDtype(value: unknown): 'string' | 'int64' {
+  if (value instanceof StringColumn || (value !== null && typeof value === 'object' && (value as { values?: unknown }).values instanceof StringColumn)) return 'string';
+  if (Array.isArray(value)) return typeof value.flat(2).find((v) => v !== null && v !== undefined) === 'string' ? 'string' : 'int64';
+  return ArrayBuffer.isView(value) || value instanceof Ragged ? 'int64' : 'string';
+}
+
 /** The raw features serving takes: each key once, with what the columns reading it expect. */
-function signatureInputs(feeds: ExportedFeed[]): ServingInputSpec[] {
+function signatureInputs(feeds: ExportedFeed[], example: Batch): ServingInputSpec[] {
   const inputs = new Map<string, ServingInputSpec>();
   const add = (spec: ServingInputSpec) => {
     if (!inputs.has(spec.name)) inputs.set(spec.name, spec);
@@ -223,9 +227,12 @@ function signatureInputs(feeds: ExportedFeed[]): ServingInputSpec[] {
       add({ name: config.key, kind: 'categorical', dtype: dtype as ServingInputSpec['dtype'] });
     }
     if (config.type === 'CrossedColumn' && Array.isArray(config.keys)) {
-      for (const k of config.keys) if (typeof k === 'string') add({ name: k, kind: 'categorical', dtype: 'string' });
+      for (const k of config.keys) if (typeof k === 'string') add({ name: k, kind: 'categorical', dtype: sampleDtype(example.features[k]) });
     }
-    if (typeof config.weightFeatureKey === 'string') add({ name: config.weightFeatureKey, kind: 'weights', dtype: 'float32' });
+    if (typeof config.weightFeatureKey === 'string') {
+      const of = (config.categoricalColumn as { key?: unknown } | undefined)?.key;
+      add({ name: config.weightFeatureKey, kind: 'weights', dtype: 'float32', ...(typeof of === 'string' ? { weightsOf: of } : {}) });
+    }
     for (const value of Object.values(config)) {
       if (Array.isArray(value)) value.forEach((v) => v !== null && typeof v === 'object' && visit(v as Record<string, unknown>));
       else if (value !== null && typeof value === 'object' && typeof (value as { type?: unknown }).type === 'string') visit(value as Record<string, unknown>);

@@ -32,6 +32,12 @@ export interface ServerOptions {
   maxRequestBytes?: number;
   /** Examples in one predict request at most; default 4096. */
   maxBatch?: number;
+  /**
+   * Predict requests being read or answered at once, at most; more get a 503 at once.
+   * Each may buffer maxRequestBytes and its parse, so this bounds the server's memory.
+   * Default 64.
+   */
+  maxInFlight?: number;
   /** Where loads, swaps and failures are reported; default: nowhere. */
   log?: (line: string) => void;
   /** Called each time a version starts being served (the first one, then each swap). */
@@ -52,7 +58,7 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-const DEFAULTS = { host: '127.0.0.1', port: 8501, pollIntervalMs: 1000, maxRequestBytes: 16 * 1024 * 1024, maxBatch: 4096 };
+const DEFAULTS = { host: '127.0.0.1', port: 8501, pollIntervalMs: 1000, maxRequestBytes: 16 * 1024 * 1024, maxBatch: 4096, maxInFlight: 64 };
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** An answer other than 200, with TF Serving's `{"error": message}` body. */
@@ -127,6 +133,7 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
   const pollIntervalMs = options.pollIntervalMs ?? DEFAULTS.pollIntervalMs;
   const maxRequestBytes = options.maxRequestBytes ?? DEFAULTS.maxRequestBytes;
   const maxBatch = options.maxBatch ?? DEFAULTS.maxBatch;
+  const maxInFlight = options.maxInFlight ?? DEFAULTS.maxInFlight;
   // A failing log must not stop a swap or a shutdown half way.
   const log = (line: string): void => {
     try {
@@ -139,6 +146,7 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
     ['pollIntervalMs', pollIntervalMs, 1],
     ['maxRequestBytes', maxRequestBytes, 1],
     ['maxBatch', maxBatch, 1],
+    ['maxInFlight', maxInFlight, 1],
     ['port', options.port ?? DEFAULTS.port, 0],
   ] as const) {
     if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`startServer: ${name} must be a whole number >= ${min}, got ${value}`);
@@ -302,13 +310,18 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
   const sendJson = (res: http.ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void =>
     send(res, status, JSON.stringify(body), 'application/json', headers);
 
+  /** Why no request can be answered now (a 503), or undefined when a version serves. */
+  const notServing = (): HttpError | undefined => {
+    if (shuttingDown) return new HttpError(503, `the server is shutting down`);
+    if (current) return undefined;
+    const failures = [...failed.entries()].map(([version, f]) => `version ${version}: ${f.message}`);
+    return new HttpError(503, `model '${modelName}' has no version loaded yet (watching ${exportDir}${failures.length ? `; ${failures.join('; ')}` : ''})`);
+  };
+
   const serving = (): LoadedVersion => {
-    if (shuttingDown) throw new HttpError(503, `the server is shutting down`);
-    if (!current) {
-      const failures = [...failed.entries()].map(([version, f]) => `version ${version}: ${f.message}`);
-      throw new HttpError(503, `model '${modelName}' has no version loaded yet (watching ${exportDir}${failures.length ? `; ${failures.join('; ')}` : ''})`);
-    }
-    return current;
+    const why = notServing();
+    if (why) throw why;
+    return current as LoadedVersion;
   };
 
   const checkVersion = (requested: string | undefined, loaded: LoadedVersion): void => {
@@ -339,13 +352,24 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
     };
   };
 
+  let predicting = 0;
   const predict = async (req: http.IncomingMessage, requested: string | undefined): Promise<unknown> => {
     serving();
-    const text = (await readBody(req)).toString('utf8');
-    const body = parseJsonBody(text);
+    if (predicting >= maxInFlight) throw new HttpError(503, `the server is busy: ${predicting} predict requests in flight, the most it takes; retry`, { 'Retry-After': '1' });
+    predicting++;
+    try {
+      const text = (await readBody(req)).toString('utf8');
+      return await predictParsed(parseJsonBody(text), requested);
+    } finally {
+      predicting--;
+    }
+  };
+
+  const predictParsed = async (body: Record<string, unknown>, requested: string | undefined): Promise<unknown> => {
     // Taken after the body is read, so a slow upload holds no version; held until the
     // answer is made, so the version cannot be closed under it.
-    const loaded = acquire() ?? serving();
+    const loaded = acquire();
+    if (!loaded) throw notServing() ?? new HttpError(503, 'no version serves');
     try {
       checkVersion(requested, loaded);
       const signature = loaded.model.signature();

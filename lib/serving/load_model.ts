@@ -98,6 +98,8 @@ async function dynamicTable(p: ExportedParam, variables: Buffer, dir: string): P
 
 class LoadedModel implements ServableModel {
   readonly version: number;
+  /** Asked for on every HTTP request: one frozen copy. */
+  private readonly frozenSignature: ServingSignature;
   private readonly feeds: ServingFeeds;
   private readonly batcher: MicroBatcher<PreparedRequest, Record<string, Float32Array>>;
   private closed = false;
@@ -116,17 +118,18 @@ class LoadedModel implements ServableModel {
     options: MicroBatchOptions,
   ) {
     this.version = manifest.version;
+    this.frozenSignature = deepFreeze(JSON.parse(JSON.stringify(manifest.signature)) as ServingSignature);
     this.feeds = new ServingFeeds(graph.feeds);
     this.batcher = new MicroBatcher((requests) => this.run(requests), options);
   }
 
   signature(): ServingSignature {
-    return JSON.parse(JSON.stringify(this.manifest.signature)) as ServingSignature;
+    return this.frozenSignature;
   }
 
-  /** Rows of each native call so far (how requests were merged). */
-  get batchSizes(): readonly number[] {
-    return this.batcher.runSizes;
+  /** Native calls so far, and the rows of the most recent ones (how requests were merged). */
+  get batchStats(): { calls: number; recentRows: readonly number[] } {
+    return { calls: this.batcher.runs, recentRows: this.batcher.recentRunSizes };
   }
 
   async predict(features: Features): Promise<Record<string, Float32Array>> {
@@ -174,8 +177,12 @@ async function resolveVersionDir(dir: string): Promise<string> {
   if (!stat?.isDirectory()) throw new Error(`loadModel: ${dir} is not a directory`);
   if (await fsp.stat(path.join(dir, MANIFEST_FILE)).then(() => true, () => false)) return dir;
   const versions = (await fsp.readdir(dir)).filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => b - a);
-  if (versions.length === 0) throw new Error(`loadModel: ${dir} holds no export (no manifest.json, no version directory)`);
-  return path.join(dir, String(versions[0]));
+  // As the server: a version is complete once its manifest is there.
+  for (const v of versions) {
+    const candidate = path.join(dir, String(v));
+    if (await fsp.stat(path.join(candidate, MANIFEST_FILE)).then(() => true, () => false)) return candidate;
+  }
+  throw new Error(`loadModel: ${dir} holds no export (no manifest.json, no complete version directory)`);
 }
 
 async function readManifest(dir: string): Promise<ExportManifest> {
@@ -217,6 +224,20 @@ function parseGraph(bytes: Buffer, dir: string): ExportedGraph {
     throw new Error(`loadModel: ${dir} was exported for kernel registry ${graph.plan.version}; this hb-ts has ${KERNEL_REGISTRY_VERSION}: export it again with this version`);
   }
   if (graph.params.length !== graph.plan.params.length) throw new Error(`loadModel: ${dir}/${GRAPH_FILE} lists ${graph.params.length} parameters for a plan of ${graph.plan.params.length}`);
+  graph.params.forEach((p, i) => {
+    // Bound by position: a parameter must be the one the plan names there.
+    if (p === null || typeof p !== 'object' || p.name !== graph.plan.params[i].name || p.dtype !== graph.plan.params[i].dtype) {
+      throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: parameter ${i} is '${p?.name}' (${p?.dtype}) where the plan binds '${graph.plan.params[i].name}' (${graph.plan.params[i].dtype})`);
+    }
+    if (!Array.isArray(p.shape) || !p.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: parameter '${p.name}' has shape ${JSON.stringify(p.shape)}`);
+    if (p.dynamic) {
+      const dim = graph.plan.params[i].shape[1];
+      if (p.dynamic.role === 'rows' && (p.dtype !== 'float32' || p.shape.length !== 2 || p.shape[1] !== dim)) {
+        throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: dynamic table '${p.name}' holds [${p.shape}] ${p.dtype} rows; the plan reads float32 rows of ${dim}`);
+      }
+      if (p.dynamic.role !== 'rows' && p.dynamic.role !== 'handle') throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: parameter '${p.name}' has dynamic role ${JSON.stringify(p.dynamic.role)}`);
+    }
+  });
   return graph;
 }
 
@@ -240,4 +261,12 @@ function hostValues(p: ExportedParam, variables: Buffer, dir: string): TypedArra
   if (p.storedDtype === 'float16') values = fromFloat16(values as Uint16Array);
   else if (p.storedDtype === 'bfloat16') values = fromBFloat16(values as Uint16Array);
   return values as TypedArray;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }

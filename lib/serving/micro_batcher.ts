@@ -6,9 +6,11 @@
 export interface MicroBatchOptions {
   /** Rows per native call at most (a request bigger than this runs alone). Default 1024. */
   maxBatch?: number;
-  /** How long an idle batcher waits for more requests before running the first. Default 0. */
+  /** How long an idle batcher waits for more requests before running the first (whole milliseconds in effect). Default 0. */
   maxWaitMicros?: number;
 }
+
+const RECENT_RUNS = 1024;
 
 interface Pending<R, O> {
   request: R;
@@ -24,8 +26,9 @@ export class MicroBatcher<R, O> {
   private idleWaiters: Array<() => void> = [];
   readonly maxBatch: number;
   readonly maxWaitMicros: number;
-  /** Rows of each native call made, for metrics and tests. */
-  readonly runSizes: number[] = [];
+  /** Native calls made, and the rows of the most recent ones (at most RECENT_RUNS), for metrics and tests. */
+  runs = 0;
+  readonly recentRunSizes: number[] = [];
 
   constructor(
     /** Runs the merged requests and gives each its own output, in order. */
@@ -52,9 +55,15 @@ export class MicroBatcher<R, O> {
   }
 
   private schedule(): void {
-    if (this.running || this.timer || this.queue.length === 0) return;
+    if (this.running || this.queue.length === 0) return;
     const queuedRows = this.queue.reduce((n, p) => n + p.rows, 0);
-    if (this.maxWaitMicros > 0 && queuedRows < this.maxBatch) {
+    if (this.timer) {
+      // A full batch does not wait for the rest of the timer.
+      if (queuedRows < this.maxBatch) return;
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    } else if (this.maxWaitMicros > 0 && queuedRows < this.maxBatch) {
+      // Node's timers count whole milliseconds: a wait under 1 ms is 1 ms.
       this.timer = setTimeout(() => {
         this.timer = undefined;
         void this.runNext();
@@ -75,7 +84,9 @@ export class MicroBatcher<R, O> {
       rows += next.rows;
       batch.push(next);
     }
-    this.runSizes.push(rows);
+    this.runs++;
+    this.recentRunSizes.push(rows);
+    if (this.recentRunSizes.length > RECENT_RUNS) this.recentRunSizes.shift();
     try {
       const outputs = await this.runBatch(batch.map((p) => p.request));
       batch.forEach((p, i) => p.resolve(outputs[i]));

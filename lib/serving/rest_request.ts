@@ -114,7 +114,8 @@ function idOf(value: unknown, spec: ServingInputSpec, at: () => string): Id {
         // JSON.parse has already rounded it: the id the client meant is lost.
         throw new InvalidRequestError(`${at()}: categorical feature '${spec.name}' value ${value} is beyond 2^53 and lost precision as a JSON number; send int64 ids that large as decimal strings`);
       }
-      if (typeof value === 'string' && DECIMAL_INTEGER.test(value)) {
+      // At most 20 characters (an int64's digits and sign): BigInt of a longer string could stall the server.
+      if (typeof value === 'string' && value.length <= 20 && DECIMAL_INTEGER.test(value)) {
         const id = BigInt(value);
         if (id >= INT64_MIN && id <= INT64_MAX) return id;
         throw new InvalidRequestError(`${at()}: categorical feature '${spec.name}' value ${value} is outside int64`);
@@ -189,12 +190,31 @@ function rowFeatures(instances: unknown, signature: ServingSignature, maxBatch: 
     if (single !== undefined) return { [single]: instance };
     throw new InvalidRequestError(`instance ${i} must be an object of feature name -> value, got ${describe(instance)}`);
   });
+  checkWeightsPaired((name, i) => (hasOwn(rows[i], name) ? rows[i][name] : undefined), rows.length, signature, (i) => `instance ${i}`);
   const features: Record<string, FeatureInput> = {};
   for (const spec of signature.inputs) {
     const values = rows.map((row) => (hasOwn(row, spec.name) ? row[spec.name] : undefined));
     features[spec.name] = featureBatch(values, spec, (i) => `instance ${i}`);
   }
   return features;
+}
+
+/**
+ * An example with ids needs its weights: a missing weight would be read as 0 and drop
+ * its ids silently. (An example without ids may leave its weights out.)
+ */
+function checkWeightsPaired(valueOf: (name: string, example: number) => unknown, batchSize: number, signature: ServingSignature, where: Where): void {
+  for (const spec of signature.inputs) {
+    if (spec.kind !== 'weights' || spec.weightsOf === undefined) continue;
+    for (let i = 0; i < batchSize; i++) {
+      const ids = valueOf(spec.weightsOf, i);
+      const weights = valueOf(spec.name, i);
+      const hasIds = ids !== undefined && ids !== null && !(Array.isArray(ids) && ids.length === 0);
+      if (hasIds && (weights === undefined || weights === null)) {
+        throw new InvalidRequestError(`${where(i)}: weight feature '${spec.name}' is missing while '${spec.weightsOf}' has values`);
+      }
+    }
+  }
 }
 
 function columnarFeatures(inputs: unknown, signature: ServingSignature, maxBatch: number): { features: Features; batchSize: number } {
@@ -216,6 +236,7 @@ function columnarFeatures(inputs: unknown, signature: ServingSignature, maxBatch
   }
   if (batchSize === undefined) throw new InvalidRequestError(`'inputs' has no features (the model reads ${featureNames(signature)})`);
   checkBatchSize(batchSize, maxBatch, "'inputs'");
+  checkWeightsPaired((name, i) => (hasOwn(byName, name) ? (byName[name] as unknown[])[i] : undefined), batchSize, signature, (i) => `inputs: example ${i}`);
   const features: Record<string, FeatureInput> = {};
   for (const spec of signature.inputs) {
     if (!hasOwn(byName, spec.name) && spec.kind === 'numeric') {

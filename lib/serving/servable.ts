@@ -17,6 +17,8 @@ export interface ServingInputSpec {
   dtype: 'float32' | 'string' | 'int32' | 'int64';
   /** numeric: values per example. */
   width?: number;
+  /** weights: the categorical feature whose values they weigh (an example with ids needs its weights). */
+  weightsOf?: string;
 }
 
 /** One output of predict: `width` float32 values per example. */

@@ -25,6 +25,8 @@ export class ServingFeeds {
   private readonly columns: Array<FeatureColumn | undefined>;
   /** Every raw feature key read, with a numeric feature's width (undefined: a column's). */
   private readonly keys = new Map<string, number | undefined>();
+  /** For each lookup feed, which transform gives its ids: its column's config, raw or bucketed. */
+  private readonly idsKey: string[];
 
   constructor(readonly specs: readonly ExportedFeed[]) {
     // One column object per distinct config: the ids, row splits and weights of a lookup
@@ -43,6 +45,7 @@ export class ServingFeeds {
       }
       return column;
     });
+    this.idsKey = specs.map((spec) => (spec.recipe.kind === 'column_ids' ? `${spec.recipe.rawIds ? 'raw' : 'buckets'}:${JSON.stringify(spec.recipe.column)}` : ''));
     specs.forEach((spec, i) => {
       if (spec.recipe.kind === 'numeric') this.keys.set(spec.recipe.key, spec.recipe.width);
       else for (const k of (this.columns[i] as FeatureColumn).keys) if (!this.keys.has(k)) this.keys.set(k, undefined);
@@ -57,7 +60,9 @@ export class ServingFeeds {
     try {
       const read = await readTensorFeatures(features);
       const rows = this.agreedRows(features);
-      const ragged = new Map<FeatureColumn, Ragged>();
+      // By column and by which ids it gives: one column can feed a fixed table (its buckets)
+      // and a dynamic one (its raw ids).
+      const ragged = new Map<string, Ragged>();
       // Synchronous where the values are at hand (a request of one row is mostly this
       // bookkeeping); tensors and dense columns are awaited.
       const feeds: Array<FeedValue | Promise<FeedValue>> = this.specs.map((spec, i) => {
@@ -72,7 +77,7 @@ export class ServingFeeds {
             return values;
           };
           if (dtypeOfTypedArray(raw) === 'float32') return checked(raw as Float32Array);
-          return Array.isArray(raw) ? checked(numbersOf(raw, recipe.key)) : numericFeed(raw, recipe.key, recipe.width).then(checked);
+          return Array.isArray(raw) ? checked(numbersOf(raw, recipe.key, recipe.width)) : numericFeed(raw, recipe.key, recipe.width).then(checked);
         }
         const column = this.columns[i] as FeatureColumn;
         if (recipe.kind === 'column_dense') {
@@ -81,12 +86,12 @@ export class ServingFeeds {
             return values;
           });
         }
-        let ids = ragged.get(column);
+        let ids = ragged.get(this.idsKey[i]);
         if (!ids) {
           // A dynamic table is keyed by the raw ids (a hash column's whole Fingerprint64).
           const categorical = column as CategoricalColumn;
           ids = recipe.rawIds ? (categorical.rawIds as (f: Features) => Ragged).call(categorical, read) : categorical.transform(read);
-          ragged.set(column, ids);
+          ragged.set(this.idsKey[i], ids);
         }
         if (ids.nrows !== rows) throw new Error(`feature column '${recipe.name}': ${ids.nrows} examples, the batch has ${rows}`);
         if (recipe.part === 'ids') return ids.values as FeedValue;
@@ -112,7 +117,7 @@ export class ServingFeeds {
     for (const [key, width] of this.keys) {
       const value = (features as Record<string, unknown>)[key];
       if (value === undefined || value === null) continue; // the column says it is missing
-      const n = rowsOf(value, width);
+      const n = rowsOf(key, value, width);
       if (n === undefined) continue; // not a batch at all: the column's transform names it
       counts.push([key, n]);
       if (rows < 0) rows = n;
@@ -158,16 +163,24 @@ export class ServingFeeds {
   }
 }
 
-/** A numeric feature given as plain numbers (or arrays of them per example). */
-function numbersOf(values: unknown[], key: string): Float32Array {
+/** A numeric feature given as plain numbers, or an array of `width` numbers per example. */
+function numbersOf(values: unknown[], key: string, width: number): Float32Array {
+  values.forEach((v, i) => {
+    const got = Array.isArray(v) ? v.length : 1;
+    if (got !== width) throw new RangeError(`feature '${key}': example ${i} has ${got} values; the model reads ${width}`);
+  });
   const flat = values.flat();
   if (!flat.every((v) => typeof v === 'number')) throw new TypeError(`feature '${key}': expected numbers, got ${flat.map((v) => typeof v).find((t) => t !== 'number')}`);
   return Float32Array.from(flat as number[]);
 }
 
 /** Examples in one feature's value: a numeric feature's values over its width, else its rows. */
-function rowsOf(value: unknown, width: number | undefined): number | undefined {
-  if (width !== undefined && ArrayBuffer.isView(value)) return (value as unknown as ArrayLike<number>).length / width;
+function rowsOf(key: string, value: unknown, width: number | undefined): number | undefined {
+  if (width !== undefined && ArrayBuffer.isView(value)) {
+    const n = (value as unknown as ArrayLike<number>).length;
+    if (n % width !== 0) throw new BadInputError(`feature '${key}': ${n} values are not whole examples of ${width}`);
+    return n / width;
+  }
   if (Array.isArray(value)) return value.length;
   try {
     return batchRows({ features: { value } as Features });
