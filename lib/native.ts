@@ -2,6 +2,7 @@
 //
 // Search order: HB_ADDON (a path to a .node file, used by CI to test the CPU-only
 // builds), then node-gyp-build's: build/Release, then prebuilds/<platform>-<arch>.
+import { packageRoot } from './package_root';
 import * as path from 'path';
 
 import type { KernelAttrValue, PlanDType, PlanSpec } from './graph/plan_spec';
@@ -360,20 +361,6 @@ export interface NativeVocabularyTable {
   readonly size: number;
   readonly stringKeys: boolean;
   lookup(values: NativeFeatureValues, offsets: Int32Array | undefined): BigInt64Array;
-}
-
-// The directory of hb-ts's package.json: the addon is found from there, whether this file
-// runs from dist/ or from a compiled copy elsewhere (examples, benches).
-function packageRoot(): string {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      if ((require(path.join(dir, 'package.json')) as { name?: string }).name === 'hb-ts') return dir;
-    } catch {
-      // no package.json here
-    }
-    if (path.dirname(dir) === dir) return path.resolve(__dirname, '..');
-  }
 }
 
 function load(): NativeAddon {

@@ -1,6 +1,7 @@
 // The hb-ts command: `train` (DLRM on defaults or a config file), `launch` (a job's
 // workers on this node), `info` (backend report), `serve` (an export behind TF Serving's
 // REST API).
+import { packageVersion } from '../package_root';
 import { Command, InvalidArgumentError } from 'commander';
 import * as os from 'os';
 import * as path from 'path';
@@ -281,8 +282,7 @@ export async function main(argv: string[]): Promise<void> {
   program
     .name('hb-ts')
     .description('Train recommendation models with huge sparse embedding tables.')
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    .version((require(path.resolve(__dirname, '..', '..', 'package.json')) as { version: string }).version)
+    .version(packageVersion())
     .enablePositionalOptions();
   withLaunchOptions(
     program

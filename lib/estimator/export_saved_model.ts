@@ -31,6 +31,7 @@ import {
 import { toBFloat16, toFloat16 } from '../serving/half_float';
 import { ServingInputSpec, ServingSignature } from '../serving/servable';
 import { readCheckpoint } from './read_checkpoint';
+import { packageVersion } from '../package_root';
 
 export interface ExportOptions {
   /** A batch shaped like serving's requests (default: the first batch the model was built on). */
@@ -54,8 +55,6 @@ export interface ExportSource {
   readonly exampleBatch?: Batch;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const HB_TS_VERSION = (require(path.resolve(__dirname, '..', '..', 'package.json')) as { version: string }).version;
 
 export async function exportSavedModel(source: ExportSource, exportDirBase: string, options: ExportOptions = {}): Promise<string> {
   const fn = 'exportSavedModel';
@@ -173,7 +172,7 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
     variables: chunks,
     manifest: (version, files) => ({
       format: EXPORT_FORMAT,
-      hbTsVersion: HB_TS_VERSION,
+      hbTsVersion: packageVersion(),
       version,
       createdAt: new Date(version * 1000).toISOString(),
       globalStep,
