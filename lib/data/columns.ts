@@ -100,7 +100,8 @@ function concatNumeric(parts: NumericColumn[], name: string): NumericColumn {
   return out;
 }
 
-function concatSplits(splitsList: Int32Array[]): Int32Array {
+/** Row splits of ragged parts one after another: each part's rebased on the values before it. */
+export function concatSplits(splitsList: readonly Int32Array[]): Int32Array {
   let rows = 0;
   for (const s of splitsList) rows += s.length - 1;
   const out = new Int32Array(rows + 1);

@@ -7,6 +7,7 @@ import { CategoricalColumn, DenseColumn, FeatureColumn } from '../feature_column
 import { columnFromConfig } from '../feature_column/column_config';
 import { readTensorFeatures } from '../feature_column/feature_input';
 import { batchRows } from '../graph/compiled_step';
+import { concatSplits } from '../data/columns';
 import { numericFeed } from '../graph/symbolic_features';
 import { Ragged } from '../tensor/ragged';
 import { dtypeOfTypedArray } from '../tensor/dtype';
@@ -129,26 +130,14 @@ export class ServingFeeds {
 
   /**
    * Requests merged into one batch, rows after rows: dense feeds and ids appended, each
-   * request's row splits shifted by the ids before it (a pass over its rows, not its ids).
+   * request's row splits rebased on the ids before it (a pass over its rows, not its ids).
    */
   merge(requests: readonly PreparedRequest[]): PreparedRequest {
     if (requests.length === 1) return requests[0];
     const rows = requests.reduce((n, r) => n + r.rows, 0);
     const feeds = this.specs.map((spec, i): FeedValue => {
       const parts = requests.map((r) => r.feeds[i]);
-      if (spec.recipe.kind === 'column_ids' && spec.recipe.part === 'row_splits') {
-        const idsFeed = this.specs.findIndex((s) => s.recipe.kind === 'column_ids' && s.recipe.part === 'ids' && s.name === spec.name);
-        const out = new Int32Array(rows + 1);
-        let row = 0;
-        let base = 0;
-        requests.forEach((r, k) => {
-          const splits = parts[k];
-          for (let j = 1; j < splits.length; j++) out[row + j] = (splits[j] as number) + base;
-          row += r.rows;
-          base += r.feeds[idsFeed].length;
-        });
-        return out;
-      }
+      if (spec.recipe.kind === 'column_ids' && spec.recipe.part === 'row_splits') return concatSplits(parts as Int32Array[]);
       const total = parts.reduce((n, p) => n + p.length, 0);
       const Out = parts[0].constructor as new (n: number) => FeedValue;
       const out = new Out(total);
