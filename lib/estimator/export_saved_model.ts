@@ -11,8 +11,8 @@ import type { Batch } from '../data/batch';
 import { columnConfig } from '../feature_column/column_config';
 import { LookupColumn } from '../feature_column/embedding';
 import { compileGraph } from '../graph/compile';
-import { Feed, SymbolicTensor } from '../graph/graph';
-import { native, TypedArray } from '../native';
+import { Feed, Graph, SymbolicTensor } from '../graph/graph';
+import { native, NativeTensorHandle, TypedArray } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { StringColumn } from '../tensor/string_column';
 import {
@@ -45,16 +45,15 @@ export interface ExportSource {
   readonly modelDir?: string;
   readonly world: { size: number };
   readonly globalStep: number;
-  exportGraph(example: Batch): Promise<{ graph: import('../graph/graph').Graph; predictions: Array<[string, SymbolicTensor]> }>;
+  exportGraph(example: Batch): Promise<{ graph: Graph; predictions: Array<[string, SymbolicTensor]> }>;
   /** Saves a checkpoint when training ran since the last one (a no-op otherwise). */
   saveCheckpoint(): Promise<string | undefined>;
   /** A dynamic table's live rows, by the table's name (no modelDir). */
   liveDynamicRows(name: string): Promise<{ ids: BigInt64Array; values: Float32Array } | undefined>;
   /** The model's variables as they are now, by name (no modelDir). */
-  liveVariable(name: string): { handle: import('../native').NativeTensorHandle } | undefined;
+  liveVariable(name: string): { handle: NativeTensorHandle } | undefined;
   readonly exampleBatch?: Batch;
 }
-
 
 export async function exportSavedModel(source: ExportSource, exportDirBase: string, options: ExportOptions = {}): Promise<string> {
   const fn = 'exportSavedModel';
