@@ -7,6 +7,7 @@ import * as hb from '../lib';
 import { CompiledStep } from '../lib/graph/compiled_step';
 import { Graph, VariableStore } from '../lib/graph/graph';
 import { placeholder } from '../lib/graph/ops/sources';
+import { native } from '../lib/native';
 import { dataset, EVAL, numDense, tables, TRAIN } from './support/planted_data';
 
 const fc = hb.featureColumn;
@@ -137,6 +138,34 @@ describe('Estimator checkpoints', () => {
     const b2 = await snapshot(resumed);
     for (const [k, v] of a2) expect(Buffer.from((b2.get(k) as Float32Array).buffer).equals(Buffer.from(v.buffer))).toBe(true);
     expect(fs.readdirSync(dir).filter((f) => f.endsWith('.safetensors')).length).toBe(2);
+  });
+
+  test('a variable restored as soon as it is made is not filled by its initializer first (zeros, then the checkpoint)', async () => {
+    const dir = tmp();
+    const input = dataset(4096, TRAIN);
+    const first = new hb.estimator.Estimator({ modelFn: makeModelFn(), modelDir: dir, config: quiet() });
+    await first.train(input, { steps: 3 });
+    const fills: string[] = [];
+    const fill = native.tensorFill;
+    const spy = jest.spyOn(native, 'tensorFill').mockImplementation((shape, device, spec) => {
+      fills.push(spec.kind);
+      return fill.call(native, shape, device, spec);
+    });
+    try {
+      const resumed = new hb.estimator.Estimator({ modelFn: makeModelFn(), modelDir: dir, config: quiet() });
+      const evalInput = dataset(2048, EVAL, 1024);
+      const [a, b] = [await first.evaluate(evalInput), await resumed.evaluate(evalInput)];
+      expect(b).toEqual(a);
+      // Tables and kernels are made as zeros (constant fills), never drawn (truncatedNormal, uniform).
+      expect(fills.length).toBeGreaterThan(0);
+      expect(fills.filter((k) => k !== 'constant')).toEqual([]);
+      // A new model whose variables no checkpoint holds draws them as its initializers say.
+      fills.length = 0;
+      await new hb.estimator.Estimator({ modelFn: makeModelFn(), modelDir: tmp(), config: quiet() }).evaluate(evalInput);
+      expect(fills.filter((k) => k !== 'constant').length).toBeGreaterThan(0);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   test('a truncated latest checkpoint is refused and the previous one loads', async () => {

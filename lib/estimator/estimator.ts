@@ -15,7 +15,7 @@ import { tensor } from '../tensor/tensor';
 import { context as jobContext, init, isInitialized } from '../distribute/process_group';
 import type { PreparedBatch } from '../graph/compiled_step';
 import { GraphWorld } from '../graph/graph';
-import { Variable } from '../tensor/variable';
+import { Variable, withRestoredNames } from '../tensor/variable';
 import { CheckpointItem, checkpointItemsOf, CheckpointManager, restoreOptimizerState } from './checkpoint_manager';
 import { agreeOnRestoredStep, shareWholeVariables } from './replicas';
 import { Batch, batchesOf, InputFn } from './input';
@@ -77,6 +77,8 @@ export class Estimator {
   private restoredStep?: number;
   /** The file they are restored from (fitting() may move to an older one than restoreGlobalStep saw). */
   private restoredFrom?: string;
+  /** The names that file holds: variables made before their restore start as zeros, not their initializer's values. */
+  private restoredNames: ReadonlySet<string> = new Set();
   /** Names restored from restoredFrom, each only once its whole restore succeeded. */
   private readonly restored = new Set<string>();
 
@@ -118,7 +120,10 @@ export class Estimator {
       // must look again, not start from step 0 over the model directory.
       const latest = await this.checkpoints?.latest();
       this.stepRestored = true;
-      if (latest) this.restoreFrom(latest.path, latest.source.globalStep);
+      if (latest) {
+        this.restoreFrom(latest.path, latest.source.globalStep);
+        this.restoredNames = new Set(latest.source.entries.keys());
+      }
     }
     return this.step;
   }
@@ -142,19 +147,22 @@ export class Estimator {
     let failure: Error | undefined;
     try {
       await this.restoreGlobalStep();
+      // Made as zeros, the variables a restore overwrites at once (nothing trained since it).
+      const restoring = this.restoredStep !== undefined && this.restoredStep === this.step ? this.restoredNames : new Set<string>();
+      const buildModel = () => withRestoredNames(restoring, () => this.model.build(mode, example));
       const first = this.model.get(mode) === undefined && mode === ModeKeys.TRAIN && !this.memoryReported;
       if (first) {
         // The training model's tables and slots are counted against each device's free
         // memory as they are made: one that would not fit stops training here, before it
         // is allocated. Then what the model holds, per device, is logged.
-        built = await withMemoryBudget(freeBytesOf, () => this.model.build(mode, example));
+        built = await withMemoryBudget(freeBytesOf, buildModel);
         this.memoryReported = true;
         for (const d of planOf(this.model.store, example, this.world, this.device).devices) {
           const free = d.freeBytes === undefined ? '' : ` of ${formatBytes(d.freeBytes)} free`;
           this.log(`memory: ${d.device} ${formatBytes(d.totalBytes)}${free} (parameters ${formatBytes(d.paramBytes)}, slots ${formatBytes(d.slotBytes)}, hash ${formatBytes(d.hashBytes)}, exchange ${formatBytes(d.exchangeBytes)}/step)`);
         }
       }
-      built = built ?? this.model.get(mode) ?? (await this.model.build(mode, example));
+      built = built ?? this.model.get(mode) ?? (await buildModel());
       // A model built before is restored again too: when its restore failed, returning it
       // as it is would train its initial values from the checkpoint's step, and the saves
       // would rotate the checkpoints out. This does nothing once all is restored.
