@@ -783,13 +783,26 @@ async function readExactly(fh: FileHandle, target: Uint8Array, position: number,
   }
 }
 
-/** Feeds `length` bytes of the file from `position` to `hasher`, through one small reused buffer. */
+/**
+ * Feeds `length` bytes of the file from `position` to `hasher` through two small buffers:
+ * the next piece is read (in the thread pool) while this one is hashed (on this thread),
+ * so reading and hashing overlap instead of taking turns.
+ */
 async function hashFileBytes(fh: FileHandle, position: number, length: number, hasher: Hash, fail: Fail): Promise<void> {
-  const buffer = Buffer.allocUnsafe(Math.min(length, HASH_CHUNK));
-  for (let done = 0; done < length; ) {
-    const piece = buffer.subarray(0, Math.min(length - done, buffer.length));
-    await readExactly(fh, piece, position + done, fail, hasher);
-    done += piece.length;
+  const size = Math.min(length, HASH_CHUNK);
+  const buffers = [Buffer.allocUnsafe(size), Buffer.allocUnsafe(size)];
+  const readPiece = (k: number, at: number): Promise<Buffer> => {
+    const piece = buffers[k % 2].subarray(0, Math.min(length - at, size));
+    return readExactly(fh, piece, position + at, fail).then(() => piece);
+  };
+  let at = 0;
+  let pending = length > 0 ? readPiece(0, 0) : undefined;
+  for (let k = 0; pending; k++) {
+    const piece = await pending;
+    at += piece.length;
+    // Into the other buffer: this one is hashed meanwhile (synchronously, before the next await).
+    pending = at < length ? readPiece(k + 1, at) : undefined;
+    hasher.update(piece);
   }
 }
 
