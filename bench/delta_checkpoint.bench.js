@@ -13,22 +13,13 @@ const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
+const { powerLawIds } = require('./workloads');
 
 const rows = option('rows', 1_000_000);
 const dim = option('dim', 32);
 const batch = option('batch', 16384);
 const steps = option('steps', 1);
 const growBatch = 65536;
-
-function powerLaw(n, seed) {
-  const out = new BigInt64Array(n);
-  let x = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out[i] = BigInt(Math.min(rows - 1, Math.floor(Math.pow(rows, (x + 0.5) / 2 ** 32) - 1)));
-  }
-  return out;
-}
 
 function* growInput() {
   for (let first = 0; first < rows; first += growBatch) {
@@ -39,7 +30,7 @@ function* growInput() {
 
 function* stepInput() {
   for (let s = 0; s < steps; s++) {
-    const ids = powerLaw(batch, 7 + s);
+    const ids = powerLawIds(batch, rows, 7 + s);
     yield { features: { id: ids }, labels: Float32Array.from(ids, (x) => Number(x % 2n)) };
   }
 }

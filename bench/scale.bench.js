@@ -30,6 +30,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { option } = require('./options');
+const { powerLawIds } = require('./workloads');
 
 const dim = 64;
 const batch = option('batch', 4096);
@@ -56,17 +57,6 @@ function dropFromPageCache(file) {
 
 // ---------------------------------------------------------------------------------------
 // Child: one size, one phase
-
-/** `n` power-law ids over [0, rows): x = rows^u - 1, u uniform (as delta_checkpoint.bench.js). */
-function powerLawIds(n, rows, seed) {
-  const out = new BigInt64Array(n);
-  let x = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out[i] = BigInt(Math.min(rows - 1, Math.floor(Math.pow(rows, (x + 0.5) / 2 ** 32) - 1)));
-  }
-  return out;
-}
 
 function estimatorFor(hb, rows, dir, log) {
   const fc = hb.featureColumn;

@@ -86,4 +86,15 @@ async function dlrmTrainer(hb, { rows, dim, batch }) {
   };
 }
 
-module.exports = { seededUint32, seededUniform, sparseAdagradStep, dlrmTrainer };
+/** `n` power-law ids over [0, rows): x = rows^u - 1, u uniform from an LCG seeded by `seed`. */
+function powerLawIds(n, rows, seed) {
+  const out = new BigInt64Array(n);
+  let x = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    out[i] = BigInt(Math.min(rows - 1, Math.floor(Math.pow(rows, (x + 0.5) / 2 ** 32) - 1)));
+  }
+  return out;
+}
+
+module.exports = { seededUint32, seededUniform, sparseAdagradStep, dlrmTrainer, powerLawIds };
