@@ -86,15 +86,18 @@ function numericConstructor(values: NumericColumn): NumericConstructor {
 
 function concatNumeric(parts: NumericColumn[], name: string): NumericColumn {
   const ctor = numericConstructor(parts[0]);
-  let n = 0;
   for (const p of parts) {
     if (numericConstructor(p) !== ctor) throw new TypeError(`column '${name}' changes type between blocks (${ctor.name} and ${p.constructor.name})`);
-    n += p.length;
   }
-  const out = new ctor(n);
+  return concatTypedArrays(parts);
+}
+
+/** Typed arrays of one kind, one after another (the first's constructor: arrays the addon made pass too). */
+export function concatTypedArrays<T extends Float32Array | Float64Array | Int32Array | BigInt64Array>(parts: readonly T[]): T {
+  const out = new (parts[0].constructor as new (n: number) => T)(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
-    (out as Float64Array).set(p as Float64Array, at);
+    (out as Float32Array).set(p as Float32Array, at);
     at += p.length;
   }
   return out;

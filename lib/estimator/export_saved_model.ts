@@ -69,6 +69,16 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
   const example = options.sampleBatch ?? source.exampleBatch;
   if (!example) throw new Error(`${fn}: no batch to shape the serving inputs by: train, evaluate or predict first, or pass { sampleBatch }`);
 
+  const { graph, predictions } = await source.exportGraph(example);
+  // Every feed as data first: what an export cannot hold is said before compiling.
+  const recipes = new Map<Feed, ExportedRecipe>(graph.feeds.map((feed) => [feed, exportedRecipe(feed)]));
+  const lookupColumns = graph.feeds.flatMap((feed) => (feed.recipe?.kind === 'column_ids' ? [feed.recipe.column as LookupColumn] : []));
+  const tables = new Set(lookupColumns.map((c) => c.tableName));
+  const dynamicTables = new Set(lookupColumns.filter((c) => c.keyedByRawIds).map((c) => c.tableName));
+  const compiled = compileGraph(graph, predictions.map(([, t]) => t));
+  const feeds: ExportedFeed[] = compiled.feeds.map((feed) => ({ name: feed.name, dtype: feed.dtype, recipe: recipes.get(feed) as ExportedRecipe }));
+  if (compiled.optimizers.length > 0) throw new Error(`${fn}: the PREDICT model applies an optimizer; a modelFn trains only in TRAIN mode`);
+
   // Variables: from the latest checkpoint (saved now if training ran since), else as they are.
   let values: (name: string) => Promise<TypedArray | undefined>;
   let dynamicRows: (name: string) => Promise<{ ids: BigInt64Array; values: Float32Array } | undefined>;
@@ -76,7 +86,10 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
   let variablesSource = 'memory';
   if (source.modelDir) {
     await source.saveCheckpoint();
-    const checkpoint = await readCheckpoint(source.modelDir).catch((error: Error) => {
+    // Only what the plan binds: a table's optimizer slots would double what is read.
+    const bound = new Set(compiled.spec.params.map((p) => p.name));
+    const only = (name: string) => bound.has(name) || [...dynamicTables].some((t) => name.startsWith(`${t}/`));
+    const checkpoint = await readCheckpoint(source.modelDir, { only }).catch((error: Error) => {
       throw new Error(`${fn}: no checkpoint to export in ${source.modelDir}: ${error.message}`);
     });
     globalStep = checkpoint.globalStep;
@@ -93,16 +106,6 @@ export async function exportSavedModel(source: ExportSource, exportDirBase: stri
     };
     dynamicRows = (name) => source.liveDynamicRows(name);
   }
-
-  const { graph, predictions } = await source.exportGraph(example);
-  // Every feed as data first: what an export cannot hold is said before compiling.
-  const recipes = new Map<Feed, ExportedRecipe>(graph.feeds.map((feed) => [feed, exportedRecipe(feed)]));
-  const lookupColumns = graph.feeds.flatMap((feed) => (feed.recipe?.kind === 'column_ids' ? [feed.recipe.column as LookupColumn] : []));
-  const tables = new Set(lookupColumns.map((c) => c.tableName));
-  const dynamicTables = new Set(lookupColumns.filter((c) => c.keyedByRawIds).map((c) => c.tableName));
-  const compiled = compileGraph(graph, predictions.map(([, t]) => t));
-  const feeds: ExportedFeed[] = compiled.feeds.map((feed) => ({ name: feed.name, dtype: feed.dtype, recipe: recipes.get(feed) as ExportedRecipe }));
-  if (compiled.optimizers.length > 0) throw new Error(`${fn}: the PREDICT model applies an optimizer; a modelFn trains only in TRAIN mode`);
 
   // Parameters: every variable from the checkpoint (or the live model), every constant as
   // built; a dynamic table's live rows with their ids, its handle left for loadModel.

@@ -24,9 +24,10 @@ type SavedValues = Float32Array | Float64Array | Int32Array | BigInt64Array;
 
 /**
  * Reads the newest usable checkpoint of a model directory (or the checkpoint file or
- * layout given), verified, with sharded tables put together.
+ * layout given), verified, with sharded tables put together; `only`: the tensors to read
+ * (a delta's dynamic tables need all of theirs to merge).
  */
-export async function readCheckpoint(dirOrFile: string): Promise<LoadedModelCheckpoint> {
+export async function readCheckpoint(dirOrFile: string, options: { only?: (name: string) => boolean } = {}): Promise<LoadedModelCheckpoint> {
   if (typeof dirOrFile !== 'string' || dirOrFile === '') throw new TypeError('readCheckpoint: give a model directory or a checkpoint file');
   const stat = await fsp.stat(dirOrFile).catch(() => undefined);
   if (!stat) throw new Error(`readCheckpoint: ${dirOrFile} does not exist`);
@@ -38,7 +39,7 @@ export async function readCheckpoint(dirOrFile: string): Promise<LoadedModelChec
   } else {
     source = await openCheckpoint(dirOrFile);
   }
-  const tensors = await readAll(source);
+  const tensors = await readAll(source, options.only);
   const baseFile = source.metadata[DELTA_BASE_KEY];
   if (baseFile === undefined) return { path: source.path, globalStep: source.globalStep, worldSize: source.worldSize, metadata: source.metadata, tensors };
   // A delta checkpoint: its base read whole, then the delta's tensors over it (a dynamic
@@ -46,7 +47,7 @@ export async function readCheckpoint(dirOrFile: string): Promise<LoadedModelChec
   if (path.basename(baseFile) !== baseFile) throw new Error(`readCheckpoint: ${source.path} names its base as '${baseFile}', not a file name`);
   const base = await openCheckpoint(path.join(path.dirname(source.path), baseFile));
   if (base.metadata[DELTA_BASE_KEY] !== undefined) throw new Error(`readCheckpoint: the base ${base.path} of ${source.path} is a delta itself`);
-  const merged = await readAll(base);
+  const merged = await readAll(base, options.only);
   const tables = [...tensors.keys()].filter((n) => n.endsWith(REMOVED)).map((n) => n.slice(0, -REMOVED.length));
   for (const [name, t] of tensors) if (!tables.some((table) => ownedBy(name, table))) merged.set(name, t);
   for (const table of tables) mergeDynamicTable(merged, tensors, table, source.path);
@@ -105,9 +106,11 @@ function mergeDynamicTable(into: Tensors, delta: Tensors, table: string, file: s
   into.delete(`${table}${REMOVED}`);
 }
 
-async function readAll(source: CheckpointSource): Promise<Tensors> {
+/** Every tensor of `source` (or those `only` keeps: an export needs no optimizer slots). */
+async function readAll(source: CheckpointSource, only?: (name: string) => boolean): Promise<Tensors> {
   const tensors: Tensors = new Map();
   for (const [name, info] of source.entries) {
+    if (only && !only(name)) continue;
     const handle = hostZeros(info.dtype, info.shape);
     try {
       await source.read(name, handle);

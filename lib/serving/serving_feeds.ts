@@ -7,7 +7,7 @@ import { CategoricalColumn, DenseColumn, FeatureColumn } from '../feature_column
 import { columnFromConfig } from '../feature_column/column_config';
 import { readTensorFeatures } from '../feature_column/feature_input';
 import { batchRows } from '../graph/compiled_step';
-import { concatSplits } from '../data/columns';
+import { concatSplits, concatTypedArrays } from '../data/columns';
 import { numericFeed } from '../graph/symbolic_features';
 import { Ragged } from '../tensor/ragged';
 import { dtypeOfTypedArray } from '../tensor/dtype';
@@ -138,15 +138,7 @@ export class ServingFeeds {
     const feeds = this.specs.map((spec, i): FeedValue => {
       const parts = requests.map((r) => r.feeds[i]);
       if (spec.recipe.kind === 'column_ids' && spec.recipe.part === 'row_splits') return concatSplits(parts as Int32Array[]);
-      const total = parts.reduce((n, p) => n + p.length, 0);
-      const Out = parts[0].constructor as new (n: number) => FeedValue;
-      const out = new Out(total);
-      let at = 0;
-      for (const p of parts) {
-        (out as Float32Array).set(p as Float32Array, at);
-        at += p.length;
-      }
-      return out;
+      return concatTypedArrays(parts);
     });
     return { rows, feeds };
   }
