@@ -395,6 +395,10 @@ describe('what is refused', () => {
     await expect(hb.serving.loadModel(tmpDir())).rejects.toThrow(/holds no export/);
     await expect(hb.serving.loadModel(path.join(tmpDir(), 'nothing'))).rejects.toThrow(/is not a directory/);
     await expect(hb.serving.loadModel(version, { maxBath: 3 } as never)).rejects.toThrow(/maxBatch/);
+    await expect(hb.serving.loadModel(version, { device: 'tpu' })).rejects.toThrow(/loadModel: options.device: 'tpu' is not a device/);
+    await expect(hb.serving.loadModel(version, { maxBatch: 0 })).rejects.toThrow(/maxBatch must be an integer >= 1, got 0/);
+    await expect(hb.serving.loadModel(version, { maxWaitMicros: -1 })).rejects.toThrow(/maxWaitMicros must be >= 0, got -1/);
+    await expect(hb.serving.loadModel(42 as never)).rejects.toThrow(/loadModel: dir must be an export directory/);
   });
 
   test('models an export cannot hold (a normalizerFn); bad export options', async () => {

@@ -387,6 +387,10 @@ describe('refused requests', () => {
     await expect(startServer({ exportDir: path.join(os.tmpdir(), 'hb-no-such-dir-x'), port: 0, load: loadFake })).rejects.toThrow(/does not exist or is not a directory/);
     const server = await serve(exportDirWith(1));
     await expect(startServer({ exportDir: exportDirWith(1), port: server.port, load: loadFake })).rejects.toThrow(/EADDRINUSE/);
+    // Options out of range are named before anything binds.
+    await expect(startServer({ exportDir: exportDirWith(1), port: 0, load: loadFake, maxInFlight: 0 })).rejects.toThrow(/startServer: maxInFlight must be a whole number >= 1, got 0/);
+    await expect(startServer({ exportDir: exportDirWith(1), port: -1, load: loadFake })).rejects.toThrow(/startServer: port must be a whole number >= 0, got -1/);
+    await expect(startServer({ exportDir: exportDirWith(1), port: 0, load: loadFake, modelName: 'a/b' })).rejects.toThrow(/model name 'a\/b' cannot be part of/);
   });
 });
 
