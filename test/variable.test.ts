@@ -117,6 +117,20 @@ describe('hb.initializers', () => {
     expect(mean).toBeCloseTo(1, 2);
     // A standard normal truncated to [-2, 2] has stddev 0.8796.
     expect(std).toBeCloseTo(0.5 * 0.8796, 2);
+    // Its mass within 0.5, 1 and 1.5 standard deviations: (Phi(k) - Phi(-k)) / (Phi(2) - Phi(-2)).
+    const within = (k: number) => v.filter((x) => Math.abs(x - 1) < 0.5 * k).length / v.length;
+    expect(within(0.5)).toBeCloseTo(0.401179, 2);
+    expect(within(1)).toBeCloseTo(0.715233, 2);
+    expect(within(1.5)).toBeCloseTo(0.907686, 2);
+    expect(v.filter((x) => x < 1).length / v.length).toBeCloseTo(0.5, 2);
+  });
+
+  test('initial values do not depend on how the fill is cut into chunks: a table\'s first rows equal a table of those rows', async () => {
+    // 1M elements: many chunks of the thread pool; the first 1000 rows again as a tensor of their own.
+    const init = hb.initializers.truncatedNormal({ stddev: 0.1, seed: 11 });
+    const whole = await values(hb.variable(init, { shape: [10000, 100] }));
+    const head = await values(hb.variable(init, { shape: [1000, 100] }));
+    expect(head).toEqual(whole.slice(0, head.length));
   });
 
   test('glorotUniform uses TensorFlow\'s limit sqrt(6 / (fanIn + fanOut))', async () => {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <cstdint>
 
+#include <sys/mman.h>
 #include <unistd.h>
 #include <map>
 #include <mutex>
@@ -29,7 +30,7 @@ constexpr size_t kHostAlignment = 64;
 // a process that has finished its work does not keep it.
 class HostBlockCache {
  public:
-  static constexpr size_t kMinCached = size_t(1) << 20;
+  static constexpr size_t kMinCached = size_t(64) << 10;
 
   static size_t roundUp(size_t bytes) {
     size_t size = kMinCached;
@@ -152,6 +153,21 @@ void copyBytes(void* dst, Device dstDevice, const void* src, Device srcDevice, s
     const size_t end = std::min(bytes, size_t(last) * kChunk);
     std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
   });
+}
+
+void populateForWrite(void* data, size_t bytes) {
+#if defined(__linux__)
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack the name
+#endif
+  static const uintptr_t pageSize = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + pageSize - 1) / pageSize * pageSize;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / pageSize * pageSize;
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
 }
 
 }  // namespace hb

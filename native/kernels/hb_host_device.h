@@ -37,4 +37,29 @@ HB_HOST_DEVICE float divRn(float a, float b) {
 #endif
 }
 
+// The same for doubles (the truncated normal's inverse CDF runs in double).
+HB_HOST_DEVICE double mulRn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+HB_HOST_DEVICE double addRn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+HB_HOST_DEVICE double divRn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
 }  // namespace hb

@@ -1,12 +1,46 @@
+#include <algorithm>
+
+#include "native/core/buffer.h"
 #include "native/core/thread_pool.h"
 #include "native/kernels/random_fill.h"
 
 namespace hb {
 
+namespace {
+
+#define HB_FILL_NAMESPACE portable
+#include "native/kernels/random_fill_cpu_impl.h"
+#undef HB_FILL_NAMESPACE
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same loops for wider vector units (64-bit multiplies and int/double conversions
+// are what the generator needs). Results are those of the portable loops: no FMA.
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define HB_FILL_NAMESPACE avx2
+#include "native/kernels/random_fill_cpu_impl.h"
+#undef HB_FILL_NAMESPACE
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx512vl,prefer-vector-width=512")
+#define HB_FILL_NAMESPACE avx512
+#include "native/kernels/random_fill_cpu_impl.h"
+#undef HB_FILL_NAMESPACE
+#pragma GCC pop_options
+#endif
+
+}  // namespace
+
 void fillCpu(float* out, int64_t n, const FillSpec& spec) {
-  parallelFor(n, 1 << 16, [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) out[i] = fillValue(spec, uint64_t(i));
-  });
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                             __builtin_cpu_supports("avx512vl");
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx512) return avx512::fill(out, n, spec);
+  if (avx2) return avx2::fill(out, n, spec);
+#endif
+  portable::fill(out, n, spec);
 }
 
 }  // namespace hb

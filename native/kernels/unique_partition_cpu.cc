@@ -1,3 +1,4 @@
+#include <cstddef>
 #include <vector>
 
 #include "native/kernels/random_fill.h"  // mixBits64
