@@ -22,6 +22,7 @@
       "native/embedding/id_routing.cc",
       "native/embedding/dynamic_table.cc",
       "native/kernels/sgemm_cpu.cc",
+      "native/kernels/dot_interaction_cpu.cc",
       "native/exec/kernel_registry.cc",
       "native/exec/ragged_checks.cc",
       "native/exec/update_request.cc",

@@ -704,6 +704,10 @@ describe('dot_interaction', () => {
     [2, 1, 3],
     [5, 2, 1],
     [700, 9, 16],
+    [37, 27, 64], // DLRM's 26 tables + the bottom MLP; examples run in blocks of 16 on the CPU
+    [20, 5, 16],
+    [18, 6, 32],
+    [17, 4, 128],
   ];
   for (const [batch, features, width] of cases) {
     test(`B=${batch} F=${features} D=${width}: forward and gradient match the references`, async () => {

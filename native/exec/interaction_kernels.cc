@@ -7,15 +7,13 @@
 
 #include "cuda/dense_kernels.h"
 #include "native/core/status.h"
-#include "native/core/thread_pool.h"
 #include "native/exec/kernel_def.h"
 #include "native/kernels/dense_math.h"
+#include "native/kernels/dot_interaction_cpu.h"
 
 namespace hb {
 
 namespace {
-
-constexpr int64_t kGrain = 1 << 15;
 
 // F (attrs[0]) after checking it and T's shape [B, F * D]; sets *width to D.
 int64_t featuresOf(const KernelArgs& args, const char* kernel, const Tensor& t, int64_t* width) {
@@ -43,18 +41,7 @@ void dotInteractionKernel(KernelArgs& args) {
            ": dot_interaction: the output has shape ", z.shapeString(), ", expected [", batch, ", ", pairs, "]");
   const Device device = kernelDevice(args, "dot_interaction");
   if (device.isCuda()) return cuda::dotInteraction(device.index, t.data<float>(), z.data<float>(), batch, features, width);
-  const float* pt = t.data<float>();
-  float* pz = z.data<float>();
-  const int64_t rowWork = std::max<int64_t>(1, pairs * width);
-  parallelFor(batch, std::max<int64_t>(1, kGrain / rowWork), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const float* row = pt + b * features * width;
-      float* out = pz + b * pairs;
-      for (int64_t i = 1; i < features; ++i) {
-        for (int64_t j = 0; j < i; ++j) out[interactionPairIndex(i, j)] = dotInOrder(row + i * width, row + j * width, width);
-      }
-    }
-  });
+  dotInteractionCpu(t.data<float>(), z.data<float>(), batch, features, width);
 }
 
 void dotInteractionGradKernel(KernelArgs& args) {
@@ -76,18 +63,7 @@ void dotInteractionGradKernel(KernelArgs& args) {
     return cuda::dotInteractionGrad(device.index, dz.data<float>(), t.data<float>(), dt.data<float>(), batch, features,
                                     width);
   }
-  const float* pdz = dz.data<float>();
-  const float* pt = t.data<float>();
-  float* pdt = dt.data<float>();
-  const int64_t rowWork = std::max<int64_t>(1, features * features * width);
-  parallelFor(batch, std::max<int64_t>(1, kGrain / rowWork), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const float* row = pt + b * features * width;
-      const float* g = pdz + b * pairs;
-      float* out = pdt + b * features * width;
-      for (int64_t i = 0; i < features; ++i) dotInteractionGrad(g, row, features, width, i, 0, width, out + i * width);
-    }
-  });
+  dotInteractionGradCpu(dz.data<float>(), t.data<float>(), dt.data<float>(), batch, features, width);
 }
 
 }  // namespace

@@ -1,0 +1,66 @@
+#include "native/kernels/dot_interaction_cpu.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "native/core/thread_pool.h"
+#include "native/kernels/dense_math.h"
+
+namespace hb {
+
+namespace {
+
+#define HB_INTERACTION_NAMESPACE portable
+#include "native/kernels/dot_interaction_cpu_impl.h"
+#undef HB_INTERACTION_NAMESPACE
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same loops for wider vector units; no FMA, so the results do not change.
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define HB_INTERACTION_NAMESPACE avx2
+#include "native/kernels/dot_interaction_cpu_impl.h"
+#undef HB_INTERACTION_NAMESPACE
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,prefer-vector-width=512")
+#define HB_INTERACTION_NAMESPACE avx512
+#include "native/kernels/dot_interaction_cpu_impl.h"
+#undef HB_INTERACTION_NAMESPACE
+#pragma GCC pop_options
+
+enum class VectorUnit { Portable, Avx2, Avx512 };
+VectorUnit vectorUnit() {
+  static const VectorUnit unit = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
+                                     ? VectorUnit::Avx512
+                                     : (__builtin_cpu_supports("avx2") ? VectorUnit::Avx2 : VectorUnit::Portable);
+  return unit;
+}
+#endif
+
+}  // namespace
+
+void dotInteractionCpu(const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (vectorUnit()) {
+    case VectorUnit::Avx512: return avx512::interaction(t, z, batch, features, width);
+    case VectorUnit::Avx2: return avx2::interaction(t, z, batch, features, width);
+    default: break;
+  }
+#endif
+  portable::interaction(t, z, batch, features, width);
+}
+
+void dotInteractionGradCpu(const float* dz, const float* t, float* dt, int64_t batch, int64_t features, int64_t width) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (vectorUnit()) {
+    case VectorUnit::Avx512: return avx512::interactionGrad(dz, t, dt, batch, features, width);
+    case VectorUnit::Avx2: return avx2::interactionGrad(dz, t, dt, batch, features, width);
+    default: break;
+  }
+#endif
+  portable::interactionGrad(dz, t, dt, batch, features, width);
+}
+
+}  // namespace hb
