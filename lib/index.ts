@@ -33,4 +33,6 @@ export * as estimator from './estimator';
 export * as models from './models';
 export * as serving from './serving';
 export { SymbolicTensor } from './graph/graph';
+export { profile } from './profile';
+export type { ProfileReport, KernelProfile, ProfilePhase } from './profile';
 export type { RawFeature } from './graph/symbolic_features';

@@ -315,6 +315,16 @@ export interface NativeAddon {
    * other ranks, waiting in the step's first exchange, fail with `why` at once.
    */
   planTellPeersOfFailure(plan: NativePlan, why: string): void;
+  /** For benches: the FMA peak of the GEMM's instruction set, measured on every pool thread for about `seconds`. */
+  measureFmaPeak(seconds: number): { isa: 'avx512' | 'avx2' | 'portable'; threads: number; gflops: number };
+  /** Starts timing every kernel step of every plan run; false when a profile is already on. */
+  profileStart(): boolean;
+  /** Ends the profile and returns what it recorded (nothing when none was on). */
+  profileStop(): {
+    planRuns: number;
+    planMs: number;
+    kernels: Array<{ kernel: string; phase: 'forward' | 'backward' | 'update' | 'exchange'; calls: number; ms: number }>;
+  };
 
   // Feature-column transforms (synchronous; `what` names the column in errors).
   // Values are UTF-8 bytes with Int32Array offsets, or integer typed arrays.

@@ -158,7 +158,8 @@ export function compileGraph(graph: Graph, fetches: SymbolicTensor[], effects: N
         if (id >= 0 && !written.has(id)) sizeOutput(id, kernelTensorAt(def.outputs, def.repeatOutputsFrom, i)?.sized ?? false, inputs, `${stepName}: kernel ${kernel} output ${i}`);
         written.add(id);
       });
-      steps.push({ name: stepName, kernel, inputs, outputs, attrs });
+      const phase = current?.phase ?? 'forward';
+      steps.push({ name: stepName, kernel, inputs, outputs, attrs, ...(phase === 'forward' ? {} : { phase }) });
     },
     get nodeName() {
       return current?.name ?? '';

@@ -78,7 +78,7 @@ export function applyFusions(graph: Graph, fetches: readonly SymbolicTensor[], e
   for (const node of candidates) {
     for (const rule of rules) {
       if (rule.root !== node.op) continue;
-      const fused = rule.fuse(node, ctx);
+      const fused = graph.inPhase(node.phase, () => rule.fuse(node, ctx)); // a fused node is in its root's phase
       if (!fused || (hasCollective && absorbsCollective(node, fused, resolve))) continue;
       node.outputs.forEach((t, i) => substitute.set(t, fused.outputs[i]));
       current = current.map((e) => (e === node ? fused : e));

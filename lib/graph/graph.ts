@@ -7,6 +7,7 @@ import type { Batch } from '../data/batch';
 import { Initializer } from '../initializers/initializers';
 import { Variable, variable } from '../tensor/variable';
 import { shownValue } from '../shown_value';
+import type { StepPhase } from './plan_spec';
 
 export type Shape = readonly number[];
 export const BATCH = -1;
@@ -30,6 +31,8 @@ export interface Node {
   readonly outputs: readonly SymbolicTensor[];
   /** outputs[0]. */
   readonly output?: SymbolicTensor;
+  /** The part of the training step it belongs to (hb.profile's phases). */
+  readonly phase: StepPhase;
 }
 
 export class SymbolicTensor {
@@ -166,6 +169,7 @@ export class Graph {
   readonly variableOf = new Map<number, Variable>();
   private readonly usedNames = new Map<string, number>();
   private readonly variableNodes = new Map<Variable, SymbolicTensor>();
+  private phase: StepPhase = 'forward';
 
   /**
    * `device`: where the compiled plan runs, and where the graph's own variables, constants
@@ -185,6 +189,17 @@ export class Graph {
     return count === 0 ? base : `${base}_${count}`;
   }
 
+  /** Runs `make` with the nodes it adds marked as part of `phase` (gradients, updates). */
+  inPhase<T>(phase: StepPhase, make: () => T): T {
+    const outer = this.phase;
+    this.phase = phase;
+    try {
+      return make();
+    } finally {
+      this.phase = outer;
+    }
+  }
+
   addNode(op: string, inputs: SymbolicTensor[], attrs: Record<string, unknown>, outputs: readonly OutputSpec[], name?: string): Node {
     for (const input of inputs) {
       if (!(input instanceof SymbolicTensor)) throw new TypeError(`${name ?? op}: inputs must be symbolic tensors (inside a modelFn), got ${shownValue(input)}`);
@@ -197,6 +212,7 @@ export class Graph {
       inputs,
       attrs,
       outputs: [],
+      phase: this.phase,
     };
     node.outputs = outputs.map((o, i) => new SymbolicTensor(this, node, i, Object.freeze([...o.shape]), o.dtype));
     node.output = node.outputs[0];

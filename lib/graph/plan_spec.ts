@@ -36,6 +36,9 @@ export interface PlanFeedSpec {
   shape: PlanDim[];
 }
 
+/** The parts of a training step a profile reports; a plan step that exchanges with other ranks counts as 'exchange'. */
+export type StepPhase = 'forward' | 'backward' | 'update';
+
 export interface PlanStepSpec {
   /** The graph node's name, for messages. */
   name: string;
@@ -44,6 +47,8 @@ export interface PlanStepSpec {
   inputs: number[];
   outputs: number[];
   attrs: Record<string, KernelAttrValue>;
+  /** Its node's part of the training step, for profiles (absent: forward). */
+  phase?: StepPhase;
 }
 
 export interface PlanSpec {

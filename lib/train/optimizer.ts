@@ -103,20 +103,21 @@ export abstract class Optimizer {
    */
   minimize(loss: SymbolicTensor, options: { varList?: Variable[]; globalStep?: unknown; name?: string } = {}): TrainOp {
     if (!(loss instanceof SymbolicTensor)) throw new TypeError('minimize: loss must be a symbolic tensor (inside a modelFn)');
-    const local = gradients(loss, options.varList);
+    const graph = loss.graph;
+    const local = graph.inPhase('backward', () => gradients(loss, options.varList));
     if (local.length === 0) throw new Error('minimize: the loss depends on no trainable variable');
     // Under a job of several ranks: this rank's gradients combined with the others'.
-    const grads = dataParallelGradients(local, loss.graph.world, options.name ?? this.name);
-    const store = loss.graph.store;
-    const nodes = grads.map((g) => {
+    const grads = graph.inPhase('backward', () => dataParallelGradients(local, graph.world, options.name ?? this.name));
+    const store = graph.store;
+    const nodes = graph.inPhase('update', () => grads.map((g) => {
       const target = { variable: g.variable, slots: this.slotVariables(g.variable, store), optimizer: this };
       const name = `${options.name ?? this.name}/update_${g.variable.name}`;
       if (g.sparse && (g.variable.slotOwner as { dynamic?: boolean } | undefined)?.dynamic) this.checkDynamicTable(g.variable.name);
       if (g.sparse) return sparseApply(g.sparse, target, name);
       return denseApply(g.dense as SymbolicTensor, target, name);
-    });
+    }));
     const trainOp = new TrainOp(loss, this, nodes, grads.map((g) => g.variable));
-    loss.graph.trainOps.push(trainOp);
+    graph.trainOps.push(trainOp);
     return trainOp;
   }
 

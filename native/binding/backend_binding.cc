@@ -7,6 +7,7 @@
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/distribute/communicator.h"
+#include "native/kernels/sgemm.h"
 
 namespace hb {
 namespace binding {
@@ -69,10 +70,25 @@ Napi::Value cudaMemoryInfo(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// measureFmaPeak(seconds) -> { isa, threads, gflops }: for benches, which print a GEMM's
+// GFLOP/s as a share of it. Blocks the calling thread for about `seconds`.
+Napi::Value measureFmaPeakBinding(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const double seconds = numberArgument(info[0], "measureFmaPeak: seconds");
+  HB_CHECK(seconds > 0 && seconds <= 10, "measureFmaPeak: seconds must be in (0, 10], got ", seconds);
+  const FmaPeak peak = measureFmaPeak(seconds);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("isa", peak.isa);
+  out.Set("threads", Napi::Number::New(env, peak.threads));
+  out.Set("gflops", Napi::Number::New(env, peak.gflops));
+  return out;
+}
+
 }  // namespace
 
 void exportBackend(Napi::Env env, Napi::Object exports) {
   exports.Set("cudaMemoryInfo", Napi::Function::New(env, guarded<cudaMemoryInfo>, "cudaMemoryInfo"));
+  exports.Set("measureFmaPeak", Napi::Function::New(env, guarded<measureFmaPeakBinding>, "measureFmaPeak"));
   exports.Set("backendReport", Napi::Function::New(env, guarded<backendReport>, "backendReport"));
   exports.Set("resolveDevice", Napi::Function::New(env, guarded<resolveDevice>, "resolveDevice"));
   exports.Set("cudaDeviceName", Napi::Function::New(env, guarded<cudaDeviceName>, "cudaDeviceName"));

@@ -1,5 +1,6 @@
 // planCreate / planRun: a compiled graph (lib/graph/compile.ts) as a native plan, and
 // one call per step that runs it on the executor of the plan's device.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -89,6 +90,15 @@ PlanStep parseStep(const Napi::Object& o) {
   s.inputs = intList(o, "inputs");
   s.outputs = intList(o, "outputs");
   readKernelAttrs(*s.kernel, o.Get("attrs"), s.name, &s.attrs, &s.listAttrs);
+  // Optional (plans exported before profiles had it run as forward steps).
+  const Napi::Value phase = o.Get("phase");
+  if (!phase.IsUndefined()) {
+    const std::string name = stringArgument(phase, "plan step phase");
+    const int32_t found = int32_t(std::find(kStepPhaseNames, kStepPhaseNames + kStepPhaseCount, name) - kStepPhaseNames);
+    HB_CHECK_CODE(found < int32_t(StepPhase::Exchange), InvalidArgument, "plan step ", s.name,
+                  ": phase must be 'forward', 'backward' or 'update', got '", name, "'");
+    s.phase = StepPhase(found);
+  }
   return s;
 }
 
@@ -222,11 +232,39 @@ Napi::Value planTellPeersOfFailure(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// profileStart() -> false when a profile is already on.
+Napi::Value profileStart(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), startStepProfile());
+}
+
+// profileStop() -> { planRuns, planMs, kernels: [{ kernel, phase, calls, ms }] }
+Napi::Value profileStop(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const StepProfile profile = stopStepProfile();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("planRuns", Napi::Number::New(env, double(profile.planRuns)));
+  out.Set("planMs", Napi::Number::New(env, profile.planMs));
+  Napi::Array kernels = Napi::Array::New(env, profile.kernels.size());
+  for (size_t i = 0; i < profile.kernels.size(); ++i) {
+    const KernelTime& time = profile.kernels[i];
+    Napi::Object entry = Napi::Object::New(env);
+    entry.Set("kernel", time.kernel);
+    entry.Set("phase", kStepPhaseNames[int32_t(time.phase)]);
+    entry.Set("calls", Napi::Number::New(env, double(time.calls)));
+    entry.Set("ms", Napi::Number::New(env, time.ms));
+    kernels.Set(uint32_t(i), entry);
+  }
+  out.Set("kernels", kernels);
+  return out;
+}
+
 }  // namespace
 
 void exportPlan(Napi::Env env, Napi::Object exports) {
   exports.Set("planCreate", Napi::Function::New(env, guarded<planCreate>, "planCreate"));
   exports.Set("planRun", Napi::Function::New(env, guarded<planRun>, "planRun"));
+  exports.Set("profileStart", Napi::Function::New(env, guarded<profileStart>, "profileStart"));
+  exports.Set("profileStop", Napi::Function::New(env, guarded<profileStop>, "profileStop"));
   exports.Set("planTellPeersOfFailure", Napi::Function::New(env, guarded<planTellPeersOfFailure>, "planTellPeersOfFailure"));
 }
 

@@ -308,6 +308,7 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     return copy;
   };
 
+  const bool profiling = stepProfileOn();
   for (size_t at = 0; at < steps_.size(); ++at) {
     const PlanStep& s = steps_[at];
     try {
@@ -360,7 +361,15 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
           args.out.push_back(valueAt(id));
         }
       }
+      const auto kernelStart = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       runKernel(k, args);
+      if (profiling) {
+        // A kernel's time on a GPU is known once it has finished: profiled GPU runs wait
+        // for each step.
+        if (device_.isCuda()) cuda::synchronize(device_.index, s.name.c_str());
+        recordKernelTime(k.name, k.collective != 0 ? StepPhase::Exchange : s.phase,
+                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kernelStart).count());
+      }
       for (size_t o = 0; o < s.outputs.size(); ++o) {
         const int id = s.outputs[o];
         if (id < 0) continue;
@@ -382,6 +391,7 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
   // A kernel's failure shows in this step, not in a later one.
   if (device_.isCuda()) cuda::synchronize(device_.index, "a compiled step");
   result.nativeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (profiling) recordPlanRun(result.nativeMs);
   return result;
 }
 

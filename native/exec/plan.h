@@ -21,6 +21,7 @@
 
 #include "native/core/tensor.h"
 #include "native/exec/kernel_def.h"
+#include "native/exec/step_profile.h"
 
 namespace hb {
 
@@ -59,6 +60,9 @@ struct PlanStep {
   std::vector<int> outputs;
   std::vector<double> attrs;
   std::vector<std::vector<double>> listAttrs;
+  // The part of the training step its graph node belongs to, for profiles (a step that
+  // exchanges with other ranks counts as Exchange whatever its node).
+  StepPhase phase = StepPhase::Forward;
 };
 
 class Plan {

@@ -18,4 +18,17 @@ namespace hb {
 void sgemmCpu(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+// The instruction set sgemmCpu picked: "avx512", "avx2" or "portable".
+const char* sgemmIsaName();
+
+// The multiply-add peak of that instruction set on this machine, measured (fma_peak.cc)
+// by every pool thread at once for about `seconds`: chains of independent vector FMAs.
+// gflops is 0 for the portable GEMM.
+struct FmaPeak {
+  const char* isa = "portable";
+  int threads = 1;
+  double gflops = 0;
+};
+FmaPeak measureFmaPeak(double seconds);
+
 }  // namespace hb
