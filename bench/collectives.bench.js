@@ -18,6 +18,7 @@ const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { timeInterleaved } = require('./timing');
+const { record } = require('./report');
 
 const iters = option('iters', 20);
 const maxMiB = option('max-mib', 64);
@@ -108,6 +109,9 @@ async function worker() {
       console.log(
         `${fmt(r.bytes).padStart(10)}   ${gbps(r.bytes / 2, r.alltoallv).padStart(14)}  ${('x' + (a2a / tcpBw).toFixed(2)).padStart(7)}   ${gbps(r.bytes, r.allreduce).padStart(14)}  ${('x' + (ar / tcpBw).toFixed(2)).padStart(7)}   ${gbps(r.bytes / 2, r.plain).padStart(14)}   ${(r.alltoallv * 1e6).toFixed(0).padStart(12)}   ${(r.allreduce * 1e6).toFixed(0).padStart(12)}   ${(r.plain * 1e6).toFixed(0).padStart(6)}`,
       );
+      const tcp = 'plain loopback TCP exchange';
+      record({ workload: `alltoallv, ${fmt(r.bytes)}/rank, 2 processes vs TCP`, value: a2a / 1e9, baseline: tcpBw / 1e9, unit: 'GB/s', baselineName: tcp });
+      record({ workload: `allreduce, ${fmt(r.bytes)}/rank, 2 processes vs TCP`, value: ar / 1e9, baseline: tcpBw / 1e9, unit: 'GB/s', baselineName: tcp });
     }
   }
   await d.shutdown();

@@ -22,6 +22,7 @@ const parquet = require('parquet-wasm/node');
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { dlrmTrainer, seededUniform, sparseAdagradStep } = require('./workloads');
+const { record } = require('./report');
 
 const rows = option('rows', 1_000_000);
 const batch = option('batch', 8192);
@@ -209,6 +210,9 @@ async function main() {
             `(start-up ${(r.startup * 1e3).toFixed(0)} ms; ${Math.round(r.overall).toLocaleString('en-US')} rows/s with it over ${r.count} rows) | ` +
             `ratio reader rows/s / training rows/s = ${(r.rowsPerSecond / trainRows).toFixed(2)} (sparse step), ${(r.rowsPerSecond / dlrmRows).toFixed(2)} (DLRM step)`,
         );
+        const reader = `${name}, ${workers} reader thread${workers > 1 ? 's' : ''}`;
+        record({ workload: `${reader} vs the sparse step's rows/s`, value: r.rowsPerSecond, baseline: trainRows, unit: 'rows/s', baselineName: `sparse step, batch ${batch}` });
+        record({ workload: `${reader} vs the DLRM step's rows/s`, value: r.rowsPerSecond, baseline: dlrmRows, unit: 'rows/s', baselineName: `DLRM step, batch ${batch}`, target: 3 });
       }
     }
 
@@ -227,6 +231,10 @@ async function main() {
       `training fed by Dataset.synthetic (${cores} reader threads, prefetch 2, same id shape): ${(fedSeconds * 1e3).toFixed(1)} ms/step ` +
         `| ratio premade-batch step time / fed step time = ${(stepSeconds / fedSeconds).toFixed(2)}`,
     );
+    record({
+      workload: `sparse step fed by Dataset.synthetic (${cores} reader threads, prefetch 2) vs on premade batches`,
+      value: fedSeconds * 1e3, baseline: stepSeconds * 1e3, unit: 'ms/step', higherIsBetter: false, baselineName: 'premade batches',
+    });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -14,6 +14,7 @@ const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { powerLawIds } = require('./workloads');
+const { record } = require('./report');
 
 const rows = option('rows', 1_000_000);
 const dim = option('dim', 32);
@@ -81,6 +82,9 @@ function* stepInput() {
     console.log(`full save:  ${(full.bytes / 2 ** 20).toFixed(1)} MiB in ${full.seconds.toFixed(3)} s`);
     console.log(`delta save: ${(delta.bytes / 2 ** 20).toFixed(2)} MiB in ${delta.seconds.toFixed(3)} s (${changed} rows changed)`);
     console.log(`ratio delta / full: ${(delta.bytes / full.bytes).toFixed(4)} of the bytes, ${(delta.seconds / full.seconds).toFixed(3)} of the time`);
+    const what = `delta save after ${steps} step(s) of ${batch} ids (${rows} rows x ${dim})`;
+    record({ workload: `${what} vs a full save: bytes`, value: delta.bytes / 2 ** 20, baseline: full.bytes / 2 ** 20, unit: 'MiB', higherIsBetter: false, baselineName: 'full save' });
+    record({ workload: `${what} vs a full save: time`, value: delta.seconds, baseline: full.seconds, unit: 's', higherIsBetter: false, baselineName: 'full save' });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -2,7 +2,8 @@
 // DLRM training steps through the Estimator on the current device: 13 dense features,
 // 26 tables of 100k rows x 64, MLPs 512-256-64 / 512-256-1, batch 4096, Adagrad.
 // Prints steps/s, the share of step time spent outside native code (the Estimator loop,
-// feed building, hooks: should be near zero), and the ratio to PyTorch's CPU step on
+// feed building, hooks: should be near zero), where the step's time goes (a profiled run:
+// phases and kernels; on the CPU the GEMMs' share of the FMA peak), and the ratio to PyTorch's CPU step on
 // the same shapes and thread count when /usr/bin/python3 has torch (bench/torch_peer.js:
 // the BLAS it loaded is printed; no ratio against a reference-BLAS torch).
 //
@@ -14,6 +15,9 @@ const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { dlrmTrainer } = require('./workloads');
 const { runTorchPeer, blasLine, ratioText } = require('./torch_peer');
+const { record } = require('./report');
+const { printStepBreakdown, printGemmShare } = require('./breakdown');
+const { native } = require(path.resolve(__dirname, '..', 'dist', 'native'));
 
 const rows = option('rows', 100_000);
 const dim = option('dim', 64);
@@ -31,6 +35,18 @@ async function main() {
   console.log(`hb-ts DLRM step: ${rows} rows x ${dim} x ${numTables} tables, MLPs ${bottom.join('-')} / ${top.join('-')}-1, batch ${batch}, Adagrad`);
   console.log(`  ${(1000 / stepMs).toFixed(2)} steps/s (${stepMs.toFixed(1)} ms/step, ${Math.round((batch * 1000) / stepMs)} samples/s)`);
   console.log(`  share of step time outside native code: ${(outsideNative * 100).toFixed(1)}%`);
+  const profiled = await printStepBreakdown(hb, () => trainer.time(steps), steps);
+  if (hb.currentDevice() === 'cpu') {
+    // Forward multiply-adds per example: the MLP layers (the top one takes the bottom
+    // MLP's output beside the (F choose 2) pair dots); the backward does dX and dW of
+    // each layer but the first's dX.
+    const features = numTables + 1;
+    const widths = [[numDense, ...bottom], [(features * (features - 1)) / 2 + dim, ...top, 1]];
+    const layers = widths.flatMap((w) => w.slice(1).map((out, i) => [w[i], out]));
+    const forward = layers.reduce((sum, [inputs, out]) => sum + inputs * out, 0);
+    const flops = 2 * batch * (3 * forward - layers[0][0] * layers[0][1]);
+    printGemmShare(native, profiled, flops, steps, `DLRM step's GEMMs (batch ${batch}) vs the FMA peak`);
+  }
 
   // The peer's ids follow the same power law as Dataset.synthetic's (alpha 1.1, as workloads.js's dlrmTrainer).
   const threads = hb.backend().threads;
@@ -44,6 +60,13 @@ async function main() {
     const torchMs = r.seconds_per_step * 1000;
     console.log(`  ${blasLine(peer)}`);
     console.log(`  PyTorch ${r.torch} (${r.threads} threads): ${torchMs.toFixed(1)} ms/step -> ${ratioText(peer, `hb-ts runs at ${(torchMs / stepMs).toFixed(2)}x PyTorch's speed`)}`);
+    if (!peer.reference) {
+      record({
+        workload: `DLRM step on ${hb.currentDevice()} (${numTables} tables ${rows}x${dim}, batch ${batch}) vs PyTorch`,
+        value: stepMs, baseline: torchMs, unit: 'ms/step', higherIsBetter: false,
+        baselineName: `PyTorch ${r.torch}, ${r.threads} threads`, target: 3,
+      });
+    }
   }
 }
 

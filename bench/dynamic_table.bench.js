@@ -15,6 +15,7 @@ const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { timeInterleaved } = require('./timing');
+const { record } = require('./report');
 
 const distinct = option('distinct', 1_000_000);
 const dim = option('dim', 64);
@@ -70,6 +71,10 @@ async function stepper(kind) {
   console.log(`dynamic: ${(1 / tDynamic).toFixed(1)} steps/s, ${(ids / tDynamic / 1e6).toFixed(2)} M ids/s; rows ${stats.rows}, made ${stats.admitted}`);
   console.log(`fixed:   ${(1 / tFixed).toFixed(1)} steps/s, ${(ids / tFixed / 1e6).toFixed(2)} M ids/s`);
   console.log(`ratio dynamic / fixed: ${(tFixed / tDynamic).toFixed(2)}x`);
+  record({
+    workload: `dynamic table step (${distinct} power-law keys, dim ${dim}, batch ${batch}) vs a fixed table`,
+    value: 1 / tDynamic, baseline: 1 / tFixed, unit: 'steps/s', baselineName: 'fixed table, same keys',
+  });
   console.log(`RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB (fixed table ${((distinct * dim * 8) / 2 ** 20).toFixed(0)} MiB with its Adagrad slot)`);
   await dynamic.sess.close();
   await fixed.sess.close();

@@ -17,6 +17,7 @@ const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { timeInterleaved } = require('./timing');
 const { runTorchPeer, blasLine, ratioText } = require('./torch_peer');
+const { record } = require('./report');
 
 const rows = option('rows', 1_000_000);
 const dim = option('dim', 64);
@@ -71,12 +72,22 @@ async function main() {
         `ratio lookup/copy = ${(lookupGBs / copyGBs).toFixed(2)} ` +
         `(copy back to back: ${(bytes / warmCopy / 1e9).toFixed(2)} GB/s, ratio ${(copy > 0 ? warmCopy / lookup : 0).toFixed(2)})`,
     );
+    const shape = `${rows}x${dim}, batch ${batch}, ${hotness} ids/row`;
+    record({ workload: `lookup (${combiner}, ${shape}) vs a copy of its bytes`, value: lookupGBs, baseline: copyGBs, unit: 'GB/s', baselineName: 'copy, interleaved', target: 0.8 });
+    record({ workload: `lookup (${combiner}, ${shape}) vs the copy back to back`, value: lookupGBs, baseline: bytes / warmCopy / 1e9, unit: 'GB/s', baselineName: 'copy, back to back' });
     if (torch && !torch.error) {
       const t = torch.result.seconds[combiner];
       console.log(
         `  PyTorch ${torch.result.torch} embedding_bag(${combiner}), ${torch.result.threads} threads, same shapes: ${(t * 1e3).toFixed(2)} ms/batch; ` +
           ratioText(torch, `hb-ts is ${(t / lookup).toFixed(2)}x its speed`),
       );
+      if (!torch.reference) {
+        record({
+          workload: `lookup (${combiner}, ${shape}) vs PyTorch embedding_bag`,
+          value: lookup * 1e3, baseline: t * 1e3, unit: 'ms/batch', higherIsBetter: false,
+          baselineName: `PyTorch ${torch.result.torch} embedding_bag, ${torch.result.threads} threads`, target: 1.5,
+        });
+      }
     }
   }
 }

@@ -10,6 +10,7 @@ const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { seededUint32 } = require('./workloads');
+const { record } = require('./report');
 
 const n = option('values', 1_000_000);
 const vocabularySize = option('vocabulary', 100_000);
@@ -74,6 +75,7 @@ function main() {
       `${name}: ${n} values in ${(t * 1e3).toFixed(1)} ms = ${(n / t / 1e6).toFixed(1)} M values/s | ` +
         `plain-JS loop reading the same bytes: ${(n / b / 1e6).toFixed(1)} M values/s | ratio transform/read = ${(b / t).toFixed(2)}`,
     );
+    record({ workload: `${name}, ${n} values vs reading their bytes`, value: n / t / 1e6, baseline: n / b / 1e6, unit: 'M values/s', baselineName: 'plain-JS loop reading the bytes' });
   }
 }
 

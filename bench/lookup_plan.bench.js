@@ -17,6 +17,7 @@ const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { timeInterleaved } = require('./timing');
 const { seededUniform } = require('./workloads');
+const { record } = require('./report');
 
 const rows = option('rows', 1_000_000);
 const dim = option('dim', 64);
@@ -60,6 +61,9 @@ async function main() {
   console.log(`  fused (${fused.compiled.spec.steps.map((s) => s.kernel).join(', ')}): ${ms(fusedTime)}, ${(numIds / fusedTime / 1e6).toFixed(1)} M ids/s`);
   console.log(`  unfused chain (${chain.compiled.spec.steps.map((s) => s.kernel).join(', ')}): ${ms(chainTime)}`);
   console.log(`  eager lookup (same kernel, alone): ${ms(eager)} | fused step / eager = ${(fusedTime / eager).toFixed(2)} | unfused / fused = ${(chainTime / fusedTime).toFixed(2)}`);
+  const what = `fused lookup step on ${device} (${rows}x${dim}, batch ${batch}, ${hotness} ids/row)`;
+  record({ workload: `${what} vs the eager lookup`, value: fusedTime * 1e3, baseline: eager * 1e3, unit: 'ms', higherIsBetter: false, baselineName: 'eager lookup, same kernel' });
+  record({ workload: `${what} vs the unfused chain`, value: fusedTime * 1e3, baseline: chainTime * 1e3, unit: 'ms', higherIsBetter: false, baselineName: 'unfused chain of ops' });
 }
 
 main().catch((error) => {

@@ -19,6 +19,7 @@ const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { seededUniform } = require('./workloads');
 const { runTorchPeer, blasLine, ratioText } = require('./torch_peer');
+const { record } = require('./report');
 
 const batch = option('batch', 4096);
 const iters = option('iters', 30);
@@ -109,6 +110,11 @@ async function main() {
       `${gflops(small, small, small, naive).toFixed(2)} GFLOP/s (${(naive * 1e3).toFixed(1)} ms, 1 thread) | ` +
       `hb-ts is ${(naive / ours).toFixed(0)}x its speed`,
   );
+  record({
+    workload: `matmul ${small}x${small}x${small}${isa} vs a JS triple loop`,
+    value: gflops(small, small, small, ours), baseline: gflops(small, small, small, naive), unit: 'GFLOP/s',
+    baselineName: 'plain JS triple loop, 1 thread',
+  });
 
   // Rounds of ours then PyTorch's, keeping each side's best median: on a shared
   // machine another process's burst then slows one round, not the comparison.
@@ -141,11 +147,39 @@ async function main() {
       line +=
         ` | PyTorch ${torch.result.torch} torch.mm, ${torch.result.threads} threads: ${gflops(m, n, k, theirs).toFixed(1)} GFLOP/s; ` +
         ratioText(torch, `hb-ts is ${(theirs / seconds[s]).toFixed(2)}x its speed`);
+      if (!torch.reference) {
+        record({
+          workload: `matmul ${stored} (${what})${isa} vs PyTorch`,
+          value: gflops(m, n, k, seconds[s]), baseline: gflops(m, n, k, theirs), unit: 'GFLOP/s',
+          baselineName: `PyTorch ${torch.result.torch} torch.mm, ${torch.result.threads} threads`,
+        });
+      }
     }
     console.log(line);
   }
+  // The GEMMs against the multiply-add peak of the instruction set they run (measured
+  // here: chains of independent FMAs on every pool thread).
+  const peak = native.measureFmaPeak(0.5);
+  if (peak.gflops > 0) {
+    for (let s = 0; s < shapes.length; s++) {
+      const [, , m, n, k, what] = shapes[s];
+      const achieved = gflops(m, n, k, seconds[s]);
+      console.log(`  ${what}: ${achieved.toFixed(1)} GFLOP/s = ${((achieved / peak.gflops) * 100).toFixed(0)}% of the ${peak.isa} FMA peak (${peak.gflops.toFixed(0)} GFLOP/s, ${peak.threads} threads, measured)`);
+      record({
+        workload: `matmul ${m}x${n}x${k} (${what})${isa} vs the ${peak.isa} FMA peak`,
+        value: achieved, baseline: peak.gflops, unit: 'GFLOP/s', baselineName: `${peak.isa} FMA peak, ${peak.threads} threads (measured)`, target: 0.6,
+      });
+    }
+  } else {
+    console.log(`  no FMA peak: the GEMM runs its portable code (${peak.isa})`);
+  }
   if (!torch.error && !torch.reference) {
     console.log(`geometric mean over ${shapes.length} shapes: hb-ts is ${Math.exp(ratioLog / shapes.length).toFixed(2)}x PyTorch's speed`);
+    record({
+      workload: `matmul${isa}, geometric mean over ${shapes.length} DLRM shapes vs PyTorch`,
+      ratio: Math.exp(ratioLog / shapes.length),
+      baselineName: `PyTorch ${torch.result.torch} torch.mm, ${torch.result.threads} threads`,
+    });
   }
 }
 

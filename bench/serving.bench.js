@@ -16,6 +16,7 @@ const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
+const { record } = require('./report');
 
 const numTables = option('tables', 26);
 const rows = option('rows', 100_000);
@@ -105,6 +106,10 @@ async function main() {
         `  batch ${String(n).padStart(4)}: predict p50 ${ms(p50)} ms, p99 ${ms(percentile(served, 0.99))} ms, ${Math.round(n / p50)} rows/s | ` +
           `estimator.predict p50 ${ms(e50)} ms, p99 ${ms(percentile(viaEstimator, 0.99))} ms | ${(e50 / p50).toFixed(2)}x`,
       );
+      record({
+        workload: `loadModel(...).predict, batch ${n}, p50 vs estimator.predict`,
+        value: p50 * 1e3, baseline: e50 * 1e3, unit: 'ms', higherIsBetter: false, baselineName: 'estimator.predict, same rows',
+      });
     }
 
     console.log(`\nmicro-batching: ${clients * 8} requests of batch 1, all at once vs one after another`);
@@ -121,6 +126,10 @@ async function main() {
           `  round ${round + 1}: at once ${Math.round(requests.length / together)} predictions/s in ${calls} native calls, ` +
             `one after another ${Math.round(requests.length / sequential)} predictions/s | ${(sequential / together).toFixed(2)}x`,
         );
+        record({
+          workload: `${requests.length} batch-1 predicts at once (micro-batched), round ${round + 1} vs one after another`,
+          value: requests.length / together, baseline: requests.length / sequential, unit: 'predictions/s', baselineName: 'one after another',
+        });
       }
     }
     await model.close();

@@ -15,6 +15,7 @@ const hb = require(path.resolve(__dirname, '..'));
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { dlrmTrainer } = require('./workloads');
+const { record } = require('./report');
 
 const rows = option('rows', 100_000);
 const dim = option('dim', 64);
@@ -78,6 +79,12 @@ async function main() {
   console.log(`    per rank and step: ${(mean('sentPerStep') / MiB).toFixed(2)} MiB sent, ${(mean('receivedPerStep') / MiB).toFixed(2)} MiB received in ${mean('collectivesPerStep').toFixed(0)} exchanges, ${mean('exchangeMsPerStep').toFixed(1)} ms in them (${((mean('exchangeMsPerStep') / stepMs) * 100).toFixed(0)}% of the step, waiting for peers included)`);
   console.log(`    tables + slots per rank: ${ranks.map((r) => `${(r.tableBytes / MiB).toFixed(0)} MiB`).join(', ')} (${(mean('tableBytes') / alone.tableBytes).toFixed(2)} of one process's); RSS ${ranks.map((r) => `${(r.rssBytes / MiB).toFixed(0)} MiB`).join(', ')}`);
   console.log(`    (${nproc} processes share this machine's ${require('os').cpus().length} hardware threads: ${jobThreads} each; one process uses ${hb.backend().threads})`);
+  const what = `DLRM (26 tables ${rows}x${dim}, batch ${batch}/process), ${nproc} processes sharded`;
+  record({ workload: `${what} vs 1 process: samples/s`, value: jobRate, baseline: aloneRate, unit: 'samples/s', baselineName: '1 process' });
+  record({
+    workload: `${what} vs 1 process: tables + slots per rank`,
+    value: mean('tableBytes') / MiB, baseline: alone.tableBytes / MiB, unit: 'MiB', higherIsBetter: false, baselineName: '1 process',
+  });
 }
 
 (process.env.RANK !== undefined ? worker() : main()).catch((error) => {

@@ -27,6 +27,7 @@ const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { seededUniform, sparseAdagradStep } = require('./workloads');
 const { runTorchPeer, blasLine, ratioText } = require('./torch_peer');
+const { record } = require('./report');
 
 const rows = option('rows', 1_000_000);
 const dim = option('dim', 64);
@@ -85,6 +86,8 @@ async function main() {
       `copy of the same ${(bytes / 1e6).toFixed(1)} MB: ${(bytes / copySeconds / 1e9).toFixed(2)} GB/s | ` +
       `ratio step/copy = ${(copySeconds / stepSeconds).toFixed(2)}`,
   );
+  const workload = `step on ${device} (${rows}x${dim}, batch ${batch}, ${features} ids/example)`;
+  record({ workload: `${workload} vs a copy of its bytes`, value: bytes / stepSeconds / 1e9, baseline: bytes / copySeconds / 1e9, unit: 'GB/s', baselineName: 'copy' });
 
   if (device !== 'cpu') return;
   // 0.01: the learning rate of workloads.js's sparseAdagradStep (it does not change the work).
@@ -101,6 +104,13 @@ async function main() {
       `(${Math.round(torch.result.unique_rows)} unique rows/step): ${(1 / torchSeconds).toFixed(1)} steps/s (${(torchSeconds * 1e3).toFixed(1)} ms); ` +
       ratioText(torch, `hb-ts is ${(torchSeconds / stepSeconds).toFixed(2)}x its speed`),
   );
+  if (!torch.reference) {
+    record({
+      workload: `${workload} vs PyTorch`,
+      value: stepSeconds * 1e3, baseline: torchSeconds * 1e3, unit: 'ms/step', higherIsBetter: false,
+      baselineName: `PyTorch ${torch.result.torch} EmbeddingBag(sparse) + Adagrad, ${torch.result.threads} threads`, target: 2,
+    });
+  }
 }
 
 main().catch((error) => {
