@@ -2,6 +2,7 @@
 // going to native code as they are.
 import * as path from 'path';
 import * as hb from '../lib';
+import { readerThreadsStartedSoFar } from '../lib/data/pool';
 import { collect, rowsOf } from './support/data';
 
 // A small synthetic source: row identity is recoverable from its ids.
@@ -116,7 +117,44 @@ describe('hb.data pipeline', () => {
     expect(Array.from(hashed)).toEqual(Array.from(hb.strings.toHashBucketFast(c1.toArray() as string[], 1000)));
   });
 
+  test('repeat: the passes one after another as one stream, batches across their boundary, each pass reshuffled', async () => {
+    const rows = rowsOf(await collect(source(250)));
+    const repeated = await collect(source(250).repeat(3).batch(100));
+    expect(repeated.map((b) => (b.labels as Float32Array).length)).toEqual([100, 100, 100, 100, 100, 100, 100, 50]);
+    expect(rowsOf(repeated)).toEqual([...rows, ...rows, ...rows]);
+    // Without a count: as many passes as are read.
+    expect(rowsOf(await collect(source(250).repeat().batch(100).take(6)))).toEqual([...rows, ...rows, ...rows].slice(0, 600));
+    // A shuffle before repeat reshuffles each pass, as tf.data's does.
+    const shuffled = rowsOf(await collect(source(250).shuffle(1000, { seed: 4 }).repeat(2).batch(500))).map(key);
+    expect(shuffled.slice(0, 250)).not.toEqual(shuffled.slice(250));
+    expect([...shuffled.slice(250)].sort()).toEqual([...shuffled.slice(0, 250)].sort());
+    // Nothing repeated is nothing, and ends.
+    expect(await collect(source(250).take(0).repeat())).toEqual([]);
+    expect(await collect(source(250).repeat(0))).toEqual([]);
+  });
+
+  test('reader threads are kept from a pass read to the end to the next one, and ended by a pass stopped early', async () => {
+    const ds = source(2000, { numWorkers: 2, blockRows: 100 }).batch(500);
+    const before = readerThreadsStartedSoFar();
+    await collect(ds);
+    const afterFirst = readerThreadsStartedSoFar();
+    expect(afterFirst - before).toBe(2);
+    await collect(ds); // the next epoch: no new threads
+    await collect(ds.repeat(2));
+    expect(readerThreadsStartedSoFar()).toBe(afterFirst);
+    await collect(ds.take(1)); // stopped early: its threads end...
+    await collect(ds); // ...so this pass starts new ones
+    expect(readerThreadsStartedSoFar()).toBe(afterFirst + 2);
+    // Two passes at once do not share threads, and both read every row.
+    const [a, b] = await Promise.all([collect(ds), collect(ds)]);
+    expect(rowsOf(a)).toEqual(rowsOf(b));
+    expect(rowsOf(a)).toHaveLength(2000);
+  });
+
   test('bad arguments are Errors naming them', () => {
+    expect(() => source(10).repeat(-1)).toThrow(/Dataset.repeat: count must be a non-negative integer or Infinity, got -1/);
+    expect(() => source(10).repeat(1.5)).toThrow(/Dataset.repeat: count/);
+    expect(() => source(10).repeat('2' as never)).toThrow(TypeError);
     expect(() => source(10).batch(0)).toThrow(/batchSize/);
     expect(() => source(10).shuffle(-1)).toThrow(/bufferSize/);
     expect(() => source(10).shuffle(10, { seed: 1.5 })).toThrow(/seed/);

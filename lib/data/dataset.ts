@@ -1,11 +1,14 @@
 // hb.data.Dataset: an async iterable of columnar batches, built from a source and a chain
-// of row-level operations. Each `for await` is a new pass: it starts the reader threads
-// and ends them when the pass ends, stops early, or fails.
+// of row-level operations. Each `for await` is a new pass over the source. Its reader
+// threads are kept for the next pass when a pass reads to the end (no restart per epoch:
+// Parquet's WebAssembly stays loaded), and ended when a pass stops early or fails; idle,
+// they do not keep the process alive, and they end with the dataset.
 import type { Batch, Column, ColumnMap, DatasetBatch, DatasetLabels } from './batch';
 import type { Ragged } from '../tensor/ragged';
 import type { StringColumn } from '../tensor/string_column';
 import { rebatchRows, takeElements } from './batching';
 import { prefetchElements } from './prefetch';
+import { repeatPasses } from './repeat';
 import { passSeed, shuffleRows } from './shuffle';
 import { DatasetStats, newStats, readSource, SourceDescription } from './source';
 import { parquetSource, ParquetOptions } from './parquet_source';
@@ -112,6 +115,19 @@ export class Dataset<F extends ColumnMap = ColumnMap, L extends DatasetLabels = 
       throw typeof count === 'number' ? new RangeError(message) : new TypeError(message);
     }
     return this.derive((up) => takeElements(up, count));
+  }
+
+  /**
+   * The dataset `count` times over (default: without end), as tf.data's repeat: passes
+   * one after another as one stream, so a batch after repeat may hold rows of two passes,
+   * and a shuffle before it reshuffles each pass. An empty dataset repeated is empty.
+   */
+  repeat(count = Infinity): Dataset<F, L> {
+    if (typeof count !== 'number' || !(Number.isInteger(count) || count === Infinity) || count < 0) {
+      const message = `Dataset.repeat: count must be a non-negative integer or Infinity, got ${String(count)}`;
+      throw typeof count === 'number' ? new RangeError(message) : new TypeError(message);
+    }
+    return this.derive((up) => repeatPasses(up, count));
   }
 
   /**

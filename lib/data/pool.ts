@@ -41,7 +41,15 @@ require.extensions['.ts'] = (module, filename) => {
 require(workerData.entry);
 `;
 
+let readerThreadsStarted = 0;
+
+/** @internal Reader threads started in this process so far (tests: threads kept across passes). */
+export function readerThreadsStartedSoFar(): number {
+  return readerThreadsStarted;
+}
+
 function startWorker(): Worker {
+  readerThreadsStarted++;
   const compiled = path.join(__dirname, 'worker.js');
   if (fs.existsSync(compiled)) return new Worker(compiled);
   const source = path.join(__dirname, 'worker.ts');

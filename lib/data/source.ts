@@ -61,9 +61,16 @@ export interface SourceDescription {
   plan(pool: WorkerPool, stats: DatasetStats): Promise<SourcePlan>;
 }
 
+// Reader threads left idle by a pass that read to the end, for the next pass over the same
+// source (a repeat, the next epoch). Taken out while a pass runs, so two passes at once
+// never share threads; dropped with the source (the pool's own finalizer ends its threads).
+const idlePools = new WeakMap<SourceDescription, WorkerPool>();
+
 export async function* readSource(source: SourceDescription, stats: DatasetStats): AsyncGenerator<Batch<Column>> {
   Object.assign(stats, newStats());
-  const pool = new WorkerPool(source.numWorkers);
+  const pool = idlePools.get(source) ?? new WorkerPool(source.numWorkers);
+  idlePools.delete(source);
+  let readToTheEnd = false;
   try {
     const { task, units } = await source.plan(pool, stats);
     const mine = units.filter((_, i) => i % source.partitionCount === source.partitionIndex);
@@ -101,8 +108,16 @@ export async function* readSource(source: SourceDescription, stats: DatasetStats
         }
       }
     }
+    // Each thread ends its share with 'done': awaited, so the next pass starts from quiet threads.
+    for (let w = 0; w < threads; w++) {
+      const message = await pool.receive(w);
+      if (message.type !== 'done') throw new Error(`hb.data: unexpected '${message.type}' from a reader thread at the end of a pass`);
+    }
+    readToTheEnd = true;
   } finally {
-    await pool.close();
+    // A pass stopped early leaves threads mid-unit, with messages on their way: ended.
+    if (readToTheEnd && !idlePools.has(source)) idlePools.set(source, pool);
+    else await pool.close();
   }
 }
 
