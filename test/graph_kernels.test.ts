@@ -485,8 +485,21 @@ describe('concat and slice_axis', () => {
         expectExact(piece.values, parts[k]);
         start += shapes[k][axis];
       }
+      // split_axis (concat's gradient) gives every part back in one call.
+      const split = await run('split_axis', [input(result.values, outShape)], shapes, { axis });
+      split.forEach((piece, k) => {
+        expect(piece.shape).toEqual(shapes[k]);
+        expectExact(piece.values, parts[k]);
+      });
     });
   }
+
+  test('split_axis errors', async () => {
+    const x = input([1, 2, 3, 4, 5, 6], [2, 3]);
+    await expectError('split_axis', [x], [[2, 1], [2, 1]], { axis: 1 }, /the outputs' dims on axis 1 add up to 2, but the input \[2, 3\] has 3/);
+    await expectError('split_axis', [x], [[2, 1], [1, 2]], { axis: 1 }, /output 1 has shape \[1, 2\], which does not fit input \[2, 3\] along axis 1/);
+    await expectError('split_axis', [x], [[2, 3]], { axis: 2 }, /axis 2 must be an integer in \[0, 2\)/);
+  });
 
   test('hand-worked', async () => {
     const out = await run1('concat', [input([1, 2, 3, 4], [2, 2]), input([5, 6], [2, 1])], [[2, 3]], { axis: 1 });

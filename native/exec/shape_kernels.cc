@@ -1,4 +1,5 @@
-// Kernels that only move floats: "concat", "slice_axis" (concat's gradient) and "copy"
+// Kernels that only move floats: "concat", "split_axis" (concat's gradient), "slice_axis"
+// (its gradient in plans made before split_axis) and "copy"
 // (reshape into a new buffer).
 #include <algorithm>
 #include <cmath>
@@ -44,6 +45,40 @@ void copyRows(Device device, const float* in, int64_t inStride, float* out, int6
   });
 }
 
+// One input's (or output's) part of each row of a concatenation: `width` floats per row.
+struct RowPiece {
+  float* data;
+  int64_t width;
+};
+
+// out row r = the pieces' rows r side by side, for r < rows (host memory).
+void joinRows(const std::vector<RowPiece>& pieces, float* out, int64_t outRow, int64_t rows) {
+  const int64_t bytes = std::max<int64_t>(1, outRow * int64_t(sizeof(float)));
+  parallelFor(rows, std::max<int64_t>(1, kCopyGrain / bytes), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* to = out + r * outRow;
+      for (const RowPiece& p : pieces) {
+        std::memcpy(to, p.data + r * p.width, size_t(p.width) * sizeof(float));
+        to += p.width;
+      }
+    }
+  });
+}
+
+// The other way: each piece's row r from input row r.
+void splitRows(const float* in, int64_t inRow, const std::vector<RowPiece>& pieces, int64_t rows) {
+  const int64_t bytes = std::max<int64_t>(1, inRow * int64_t(sizeof(float)));
+  parallelFor(rows, std::max<int64_t>(1, kCopyGrain / bytes), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* from = in + r * inRow;
+      for (const RowPiece& p : pieces) {
+        std::memcpy(p.data + r * p.width, from, size_t(p.width) * sizeof(float));
+        from += p.width;
+      }
+    }
+  });
+}
+
 void concatKernel(KernelArgs& args) {
   HB_CHECK(!args.in.empty() && args.out.size() == 1, args.name, ": kernel concat takes 1 or more inputs and 1 output, got ",
            args.in.size(), " and ", args.out.size());
@@ -66,12 +101,57 @@ void concatKernel(KernelArgs& args) {
   const int64_t inner = product(out.shape, size_t(axis) + 1, rank);
   const int64_t outRow = out.shape[size_t(axis)] * inner;
   const Device device = kernelDevice(args, "concat");
-  int64_t offset = 0;
-  for (const Tensor& t : args.in) {
-    const int64_t width = t.shape[size_t(axis)] * inner;
-    copyRows(device, t.data<float>(), width, out.data<float>() + offset, outRow, outer, width);
-    offset += width;
+  if (device.isCuda()) {
+    int64_t offset = 0;
+    for (const Tensor& t : args.in) {
+      const int64_t width = t.shape[size_t(axis)] * inner;
+      copyRows(device, t.data<float>(), width, out.data<float>() + offset, outRow, outer, width);
+      offset += width;
+    }
+    return;
   }
+  // One pass over the output's rows, each written whole by one thread: one dispatch for
+  // all inputs (DLRM concatenates 27), and every row's pieces stay in one cache.
+  std::vector<RowPiece> pieces;
+  for (const Tensor& t : args.in) pieces.push_back({t.data<float>(), t.shape[size_t(axis)] * inner});
+  joinRows(pieces, out.data<float>(), outRow, outer);
+}
+
+// out[axis] split into the outputs' widths: concat's gradient in one pass ("split_axis").
+void splitAxisKernel(KernelArgs& args) {
+  HB_CHECK(args.in.size() == 1 && !args.out.empty(), args.name, ": kernel split_axis takes 1 input and 1 or more outputs, got ",
+           args.in.size(), " and ", args.out.size());
+  checkFloat32(args, "split_axis");
+  const Tensor& in = args.in[0];
+  const size_t rank = in.shape.size();
+  const int64_t axis = axisAttr(args, "split_axis", rank);
+  int64_t total = 0;
+  for (size_t k = 0; k < args.out.size(); ++k) {
+    const Tensor& t = args.out[k];
+    bool match = t.shape.size() == rank;
+    for (size_t d = 0; match && d < rank; ++d) match = int64_t(d) == axis || t.shape[d] == in.shape[d];
+    HB_CHECK(match, args.name, ": split_axis: output ", k, " has shape ", t.shapeString(), ", which does not fit input ",
+             in.shapeString(), " along axis ", axis);
+    total += t.shape[size_t(axis)];
+  }
+  HB_CHECK(total == in.shape[size_t(axis)], args.name, ": split_axis: the outputs' dims on axis ", axis, " add up to ",
+           total, ", but the input ", in.shapeString(), " has ", in.shape[size_t(axis)]);
+  const int64_t outer = product(in.shape, 0, size_t(axis));
+  const int64_t inner = product(in.shape, size_t(axis) + 1, rank);
+  const int64_t inRow = in.shape[size_t(axis)] * inner;
+  const Device device = kernelDevice(args, "split_axis");
+  if (device.isCuda()) {
+    int64_t offset = 0;
+    for (const Tensor& t : args.out) {
+      const int64_t width = t.shape[size_t(axis)] * inner;
+      copyRows(device, in.data<float>() + offset, inRow, t.data<float>(), width, outer, width);
+      offset += width;
+    }
+    return;
+  }
+  std::vector<RowPiece> pieces;
+  for (const Tensor& t : args.out) pieces.push_back({t.data<float>(), t.shape[size_t(axis)] * inner});
+  splitRows(in.data<float>(), inRow, pieces, outer);
 }
 
 // out = in[..., start : start + out.shape[axis], ...] along attrs[0], start = attrs[1].
@@ -121,6 +201,8 @@ HB_REGISTER_KERNEL(KernelDef("concat", concatKernel, KernelPlacement::Device)
                        .input("x", f32()).repeatInputs(0).output("out", f32()).integer("axis"));
 HB_REGISTER_KERNEL(KernelDef("slice_axis", sliceAxisKernel, KernelPlacement::Device)
                        .input("x", f32()).output("out", f32()).integer("axis").integer("start"));
+HB_REGISTER_KERNEL(KernelDef("split_axis", splitAxisKernel, KernelPlacement::Device)
+                       .input("x", f32()).output("out", f32()).repeatOutputs(0).integer("axis"));
 HB_REGISTER_KERNEL(KernelDef("copy", copyKernel, KernelPlacement::Device).input("x", f32()).output("out", f32()));
 
 }  // namespace hb

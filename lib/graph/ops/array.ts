@@ -1,13 +1,15 @@
 // Ops that move or reduce values: concat, reshape, reduceSum, reduceMean.
 import { BATCH, DYNAMIC, shapeString, SymbolicTensor } from '../graph';
-import { applyOp, defineOp } from '../op_registry';
+import { applyOp, applyOpOutputs, defineOp } from '../op_registry';
 import { broadcastTo, reduceToShape } from './elementwise';
 import { fixedSize, normalizeAxis } from './shapes';
 
-const sliceAxisDef = defineOp({
-  name: 'slice_axis',
-  kernel: 'slice_axis',
-  shape: ([x], attrs) => x.shape.map((d, i) => (i === attrs.axis ? (attrs.size as number) : d)),
+// concat's gradient: dy cut back into the inputs' widths along the axis, in one pass.
+const splitAxisDef = defineOp({
+  name: 'split_axis',
+  kernel: 'split_axis',
+  outputs: ([x], attrs) =>
+    (attrs.sizes as number[]).map((size) => ({ shape: x.shape.map((d, i) => (i === attrs.axis ? size : d)), dtype: 'float32' as const })),
 });
 
 const concatDef = defineOp({
@@ -27,12 +29,7 @@ const concatDef = defineOp({
   },
   grad: (node, dy) => {
     const axis = node.attrs.axis as number;
-    let start = 0;
-    return node.inputs.map((x) => {
-      const part = applyOp(sliceAxisDef, [dy], { axis, start, size: x.shape[axis] });
-      start += x.shape[axis];
-      return part;
-    });
+    return [...applyOpOutputs(splitAxisDef, [dy], { axis, sizes: node.inputs.map((x) => x.shape[axis]) }, `${node.name}/grad`)];
   },
 });
 
