@@ -124,6 +124,44 @@ describe('hb.tensor()', () => {
     expect(kept - idle).toBeGreaterThan(250); // six 64 MiB blocks were cached, then freed
   });
 
+  test('large results are copies as well, and outlive their tensor', async () => {
+    const t = hb.tensor(new Float32Array(1 << 16).fill(3)); // 256 KiB: read into a reused host block
+    const first = (await t.data()) as Float32Array;
+    const second = (await t.data()) as Float32Array;
+    t.dispose();
+    expect(first.length).toBe(1 << 16);
+    first.fill(7); // neither the tensor's other reads nor a new tensor see it
+    expect(second.every((x) => x === 3)).toBe(true);
+    const u = hb.tensor(new Float32Array(1 << 16).fill(5));
+    expect(((await u.data()) as Float32Array).every((x) => x === 5)).toBe(true);
+    expect(first.every((x) => x === 7)).toBe(true);
+  });
+
+  test('in a child process: the blocks of large results come back once JS drops them, and are freed when idle', () => {
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const path = require('path') as typeof import('path');
+    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+    const script = `
+      const hb = require(${dist});
+      (async () => {
+        const mb = () => process.memoryUsage().rss / 2 ** 20;
+        const t = hb.tensor(new Float32Array(16 << 20)); // 64 MiB: above glibc's largest mmap threshold, so a free reaches the OS
+        let reads = [];
+        for (let i = 0; i < 6; i++) reads.push(await t.data());
+        const held = mb();
+        reads = null;
+        global.gc();
+        await new Promise((r) => setTimeout(r, 200));
+        const kept = mb();
+        await new Promise((r) => setTimeout(r, 4000)); // the host executor idles
+        console.log(JSON.stringify({ held, kept, idle: mb() }));
+      })();`;
+    const child = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_HOST_CACHE_MB: '1024', HB_DEVICE: 'cpu' } });
+    expect(child.status).toBe(0);
+    const { held, idle } = JSON.parse(child.stdout.trim());
+    expect(held - idle).toBeGreaterThan(250); // 6 x 64 MiB read, dropped, then given back
+  });
+
   test('in a child process: arrays transferred and collected while ops read their tensors end normally', () => {
     const { spawnSync } = require('child_process') as typeof import('child_process');
     const path = require('path') as typeof import('path');

@@ -2,6 +2,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+
+#include "native/core/buffer.h"
+#include "native/core/executor.h"
 
 namespace hb {
 namespace binding {
@@ -47,7 +51,56 @@ std::vector<int64_t> shapeArgument(const Napi::Value& value, const char* argumen
   return shape;
 }
 
+namespace {
+
+// Below this, V8's own allocation is as cheap as a cached block.
+constexpr size_t kPooledArrayBytes = size_t(64) << 10;
+
+template <typename Array>
+Napi::TypedArray typedArrayOver(Napi::Env env, Napi::ArrayBuffer buffer, size_t length) {
+  return Array::New(env, length, buffer, 0);
+}
+
+// The block of a collected ArrayBuffer goes back through the host executor: to the cache
+// for the next step, and emptied with the cache once the executor idles (so memory still
+// goes back when JS drops an array long after the work ended).
+void releasePooledBlock(napi_env, void*, void* hint) {
+  auto* block = static_cast<std::shared_ptr<Buffer>*>(hint);
+  std::shared_ptr<Buffer> held = std::move(*block);
+  delete block;
+  submitToDevice(Device::cpu(), [held]() mutable { held.reset(); });
+}
+
+// An ArrayBuffer over a host block from the block cache. Null where this runtime refuses
+// external buffers (a V8 sandbox).
+Napi::ArrayBuffer pooledArrayBuffer(Napi::Env env, size_t bytes) {
+  auto* block = new std::shared_ptr<Buffer>(Buffer::allocate(Device::cpu(), bytes));
+  napi_value buffer = nullptr;
+  const napi_status status = napi_create_external_arraybuffer(env, (*block)->data(), bytes, releasePooledBlock, block, &buffer);
+  if (status != napi_ok) {
+    delete block;
+    return Napi::ArrayBuffer();
+  }
+  return Napi::ArrayBuffer(env, buffer);
+}
+
+}  // namespace
+
 Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length) {
+  const size_t bytes = length * dtypeSize(dtype);
+  if (bytes >= kPooledArrayBytes) {
+    Napi::ArrayBuffer buffer = pooledArrayBuffer(env, bytes);
+    if (!buffer.IsEmpty()) {
+      switch (dtype) {
+        case DType::Float32: return typedArrayOver<Napi::Float32Array>(env, buffer, length);
+        case DType::Float64: return typedArrayOver<Napi::Float64Array>(env, buffer, length);
+        case DType::Int32: return typedArrayOver<Napi::Int32Array>(env, buffer, length);
+        case DType::Int64: return typedArrayOver<Napi::BigInt64Array>(env, buffer, length);
+        case DType::Float16:
+        case DType::BFloat16: return typedArrayOver<Napi::Uint16Array>(env, buffer, length);
+      }
+    }
+  }
   switch (dtype) {
     case DType::Float32: return Napi::Float32Array::New(env, length);
     case DType::Float64: return Napi::Float64Array::New(env, length);

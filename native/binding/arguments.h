@@ -34,8 +34,11 @@ FillSpec fillSpecArgument(const Napi::Object& spec, const std::vector<int64_t>& 
 // A Uint16Array is taken only as `halfAs` (float16 or bfloat16 bits) when that is given.
 Tensor viewTypedArray(const Napi::Value& value, const char* argument, const DType* halfAs = nullptr);
 
-// A new zeroed typed array for `length` values of `dtype`: Float32Array, Float64Array,
-// Int32Array, BigInt64Array, or a Uint16Array of raw bits for float16 / bfloat16.
+// A new typed array for `length` values of `dtype`, for the caller to fill (its contents
+// are not zeroed): Float32Array, Float64Array, Int32Array, BigInt64Array, or a Uint16Array
+// of raw bits for float16 / bfloat16. Large ones live in host blocks that are reused (see
+// native/core/buffer.cc) once JS lets go of them, so reading results in a loop does not
+// fault in fresh pages for every array.
 Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length);
 
 // A host tensor holding a copy of a typed array's values, made now on the JS thread.

@@ -102,10 +102,6 @@ Napi::Value tensorCopy(const Napi::CallbackInfo& info) {
   return result;
 }
 
-float floatField(const Napi::Object& spec, const char* key, float fallback) {
-  return finiteFloatField(spec, key, fallback, "initializer");
-}
-
 // tensorFill(shape, device, spec): a float32 tensor filled on its device's executor.
 // Returns at once; anything queued after it on that device sees the values.
 Napi::Value tensorFill(const Napi::CallbackInfo& info) {

@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+// The embedding lookup forward on every cell of the performance issue's grid, against
+// PyTorch's embedding_bag on the same cell: combiner sum and mean, dims 16 / 64 / 128,
+// batch 4096 and 16384, 1 and 20 ids per bag, uniform and power-law ids, a 1M-row table.
+// Our time counts what a user waits for: the promise resolving and the result read into
+// JS (out.data()). Both sides take the median of --iters calls per cell; the two sides
+// alternate over --rounds rounds (these VMs vary several-fold from run to run), and each
+// cell's ratio is the median over the rounds, printed with its range.
+//
+//   node bench/lookup_grid.bench.js [--rows 1000000] [--iters 10] [--rounds 2] [--quick 1]
+//   (--quick 1: the dim-64 cells only)
+'use strict';
+const path = require('path');
+const hb = require(path.resolve(__dirname, '..'));
+const { describeMachine } = require('./machine');
+const { option } = require('./options');
+const { runTorchPeer, blasLine } = require('./torch_peer');
+const { record } = require('./report');
+const { seededUint32 } = require('./workloads');
+
+const rows = option('rows', 1_000_000);
+const iters = option('iters', 10);
+const rounds = option('rounds', 2);
+const quick = option('quick', 0) === 1;
+
+const cells = [];
+for (const dim of quick ? [64] : [16, 64, 128]) {
+  for (const batch of [4096, 16384]) {
+    for (const hotness of [1, 20]) {
+      for (const ids of ['uniform', 'powerlaw']) cells.push([dim, batch, hotness, ids]);
+    }
+  }
+}
+
+/** `n` ids over [0, rows): uniform, or x = rows^u - 1 (the peer draws the same way). */
+function idsOf(kind, n, seed) {
+  const next = seededUint32(seed);
+  const out = new BigInt64Array(n);
+  for (let i = 0; i < n; i++) {
+    const u = (next() + 0.5) / 2 ** 32;
+    out[i] = BigInt(kind === 'uniform' ? Math.floor(u * rows) : Math.min(rows - 1, Math.floor(Math.pow(rows, u) - 1)));
+  }
+  return out;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function ourSeconds(table, batches, combiner) {
+  const times = [];
+  for (let i = 0; i < iters + 2; i++) {
+    const t0 = process.hrtime.bigint();
+    const out = await hb.nn.embeddingLookupSparse(table, batches[i % batches.length], { combiner });
+    await out.data();
+    out.dispose();
+    if (i >= 2) times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+  return median(times);
+}
+
+async function main() {
+  console.log(describeMachine(hb));
+  if (hb.currentDevice() !== 'cpu') {
+    console.log('lookup grid: the PyTorch peer is CPU-only; run with HB_DEVICE=cpu');
+    return;
+  }
+  const threads = hb.backend().threads;
+  const tables = new Map();
+  for (const [dim] of cells) {
+    if (!tables.has(dim)) {
+      const table = hb.variable(hb.initializers.randomUniform({ seed: 1 }), { shape: [rows, dim], name: `grid_table_${dim}` });
+      await table.read().then((t) => t.dispose());
+      tables.set(dim, table);
+    }
+  }
+  const batchesOf = cells.map(([, batch, hotness, kind], c) =>
+    [1, 2, 3, 4].map((s) => hb.ragged(idsOf(kind, batch * hotness, 100 * c + s), Int32Array.from({ length: batch + 1 }, (_, i) => i * hotness))),
+  );
+  const ours = cells.map(() => ({ sum: [], mean: [] }));
+  const theirs = cells.map(() => ({ sum: [], mean: [] }));
+  let peer;
+  for (let round = 0; round < rounds; round++) {
+    for (let c = 0; c < cells.length; c++) {
+      for (const combiner of ['sum', 'mean']) ours[c][combiner].push(await ourSeconds(tables.get(cells[c][0]), batchesOf[c], combiner));
+    }
+    peer = runTorchPeer('torch_embedding_grid.py', [rows, iters, threads, JSON.stringify(cells)], { threads });
+    if (peer.error) break;
+    peer.result.seconds.forEach(([sum, mean], c) => (theirs[c].sum.push(sum), theirs[c].mean.push(mean)));
+  }
+  if (peer.error) {
+    console.log(`PyTorch peer not run (${peer.error}); hb-ts figures only`);
+  } else {
+    console.log(blasLine(peer));
+  }
+  const ratios = [];
+  for (let c = 0; c < cells.length; c++) {
+    const [dim, batch, hotness, kind] = cells[c];
+    for (const combiner of ['sum', 'mean']) {
+      const mine = median(ours[c][combiner]);
+      const cell = `${combiner}, dim ${dim}, batch ${batch}, ${hotness} id${hotness > 1 ? 's' : ''}/bag, ${kind === 'uniform' ? 'uniform' : 'power-law'} ids`;
+      let line = `lookup ${cell}: hb-ts ${(mine * 1e3).toFixed(3)} ms`;
+      if (!peer.error && !peer.reference) {
+        const perRound = ours[c][combiner].map((t, r) => theirs[c][combiner][r] / t);
+        const ratio = median(perRound);
+        ratios.push(ratio);
+        line += ` | PyTorch ${(median(theirs[c][combiner]) * 1e3).toFixed(3)} ms | ${ratio.toFixed(2)}x (rounds ${Math.min(...perRound).toFixed(2)}-${Math.max(...perRound).toFixed(2)})`;
+        record({
+          workload: `lookup ${cell} vs PyTorch embedding_bag`,
+          value: mine * 1e3, baseline: median(theirs[c][combiner]) * 1e3, unit: 'ms', higherIsBetter: false,
+          ratio, baselineName: `PyTorch ${peer.result.torch} embedding_bag, ${peer.result.threads} threads`, target: 1.5,
+        });
+      }
+      console.log(line);
+    }
+  }
+  if (ratios.length) {
+    const met = ratios.filter((r) => r >= 1.5).length;
+    console.log(`${ratios.length} cells: median ${median(ratios).toFixed(2)}x PyTorch, range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x; ${met} at or above the 1.5x target`);
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,49 @@
+"""PyTorch's CPU embedding_bag on every cell of bench/lookup_grid.bench.js.
+
+argv: rows, iters, threads, then the cells as one JSON list of [dim, batch, hotness, ids]
+(ids: "uniform" or "powerlaw", drawn as the bench draws them: x = rows^u - 1, u uniform).
+Prints one JSON line: {"torch", "blas", "threads", "seconds": [[sum, mean] per cell]}.
+"""
+import json
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+from torch_blas import blas_report
+
+rows, iters, threads = (int(x) for x in sys.argv[1:4])
+cells = json.loads(sys.argv[4])
+torch.set_num_threads(threads)
+blas = blas_report()
+generator = torch.Generator().manual_seed(1)
+tables = {}
+
+
+def ids_of(kind, batch, hotness):
+    if kind == "uniform":
+        return torch.randint(0, rows, (batch, hotness), generator=generator)
+    u = torch.rand(batch, hotness, generator=generator, dtype=torch.float64)
+    return torch.clamp(torch.floor(torch.pow(float(rows), u) - 1), 0, rows - 1).to(torch.int64)
+
+
+seconds = []
+for dim, batch, hotness, kind in cells:
+    if dim not in tables:
+        tables[dim] = torch.rand(rows, dim, generator=generator)
+    table = tables[dim]
+    batches = [ids_of(kind, batch, hotness) for _ in range(4)]
+    cell = []
+    for mode in ("sum", "mean"):
+        for i in range(2):
+            F.embedding_bag(batches[i % 4], table, mode=mode)
+        times = []
+        for i in range(iters):
+            start = time.perf_counter()
+            F.embedding_bag(batches[i % 4], table, mode=mode)
+            times.append(time.perf_counter() - start)
+        times.sort()
+        cell.append(times[len(times) // 2])
+    seconds.append(cell)
+print(json.dumps({"torch": torch.__version__, "blas": blas, "threads": torch.get_num_threads(), "seconds": seconds}))
