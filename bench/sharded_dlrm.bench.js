@@ -45,8 +45,13 @@ async function measure() {
     out.exchangeMsPerStep = ((after.seconds - before.seconds) * 1000) / steps;
     out.collectivesPerStep = (after.collectives - before.collectives) / steps;
   }
+  // Where a step's time goes (a profiled run apart from the timed one): ms per step by phase.
+  const profiled = await hb.profile(() => trainer.time(steps));
+  out.phasesPerStep = Object.fromEntries([...Object.entries(profiled.phases), ['outside the step', profiled.outsidePlansMs]].map(([k, ms]) => [k, ms / steps]));
   return out;
 }
+
+const phasesText = (phases) => Object.entries(phases).map(([k, ms]) => `${k} ${ms.toFixed(1)}`).join(', ');
 
 async function worker() {
   const out = await measure();
@@ -60,6 +65,7 @@ async function main() {
   const alone = await measure();
   const aloneRate = (batch * 1000) / alone.msPerStep;
   console.log(`  1 process:   ${aloneRate.toFixed(0)} samples/s (${alone.msPerStep.toFixed(1)} ms/step), tables + slots ${(alone.tableBytes / MiB).toFixed(0)} MiB, RSS ${(alone.rssBytes / MiB).toFixed(0)} MiB`);
+  console.log(`    where a step goes (profiled run, ms/step): ${phasesText(alone.phasesPerStep)}`);
   // The job: this script on nproc processes, each printing its figures.
   const { spawnSync } = require('child_process');
   const run = spawnSync(process.execPath, [path.resolve(__dirname, '..', 'bin', 'hb-ts.js'), 'launch', '--nproc-per-node', String(nproc), __filename, ...process.argv.slice(2)], {
@@ -77,6 +83,7 @@ async function main() {
   const mean = (key) => ranks.reduce((n, r) => n + r[key], 0) / ranks.length;
   console.log(`  ${nproc} processes: ${jobRate.toFixed(0)} samples/s (${stepMs.toFixed(1)} ms/step) -> ${(jobRate / aloneRate).toFixed(2)}x one process`);
   console.log(`    per rank and step: ${(mean('sentPerStep') / MiB).toFixed(2)} MiB sent, ${(mean('receivedPerStep') / MiB).toFixed(2)} MiB received in ${mean('collectivesPerStep').toFixed(0)} exchanges, ${mean('exchangeMsPerStep').toFixed(1)} ms in them (${((mean('exchangeMsPerStep') / stepMs) * 100).toFixed(0)}% of the step, waiting for peers included)`);
+  for (const r of ranks) console.log(`    rank ${r.rank}: where a step goes (profiled run, ms/step): ${phasesText(r.phasesPerStep)}`);
   console.log(`    tables + slots per rank: ${ranks.map((r) => `${(r.tableBytes / MiB).toFixed(0)} MiB`).join(', ')} (${(mean('tableBytes') / alone.tableBytes).toFixed(2)} of one process's); RSS ${ranks.map((r) => `${(r.rssBytes / MiB).toFixed(0)} MiB`).join(', ')}`);
   console.log(`    (${nproc} processes share this machine's ${require('os').cpus().length} hardware threads: ${jobThreads} each; one process uses ${hb.backend().threads})`);
   const what = `DLRM (26 tables ${rows}x${dim}, batch ${batch}/process), ${nproc} processes sharded`;
