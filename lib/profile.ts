@@ -34,8 +34,10 @@ export interface ProfileReport {
 
 /**
  * Runs `fn` (e.g. `() => estimator.train(input, { steps: 20 })`) and reports the time of
- * each kernel of the compiled steps it ran. Profiles do not nest. On a GPU each profiled
- * kernel is waited for, so a profiled GPU step runs slower than an unprofiled one.
+ * each kernel of the compiled steps that ran meanwhile. The profile is the process's: it
+ * counts every plan run while it is on (worker threads' too), and profiles do not nest,
+ * not even from two threads. A step still running when `fn` resolves is counted in part.
+ * On a GPU each profiled kernel is waited for, so a profiled GPU step is slower.
  */
 export async function profile<T>(fn: () => T | Promise<T>): Promise<ProfileReport & { result: T }> {
   if (typeof fn !== 'function') throw new TypeError('profile: expected a function to run');

@@ -1,5 +1,6 @@
-// The reader threads of one pass over a dataset: started on demand, one message queue
-// each, ended together when the pass ends (or stops early, or fails).
+// The reader threads of a dataset's passes: started on demand, one message queue each,
+// kept from a pass that read to the end for the next one (lib/data/source.ts), ended
+// together when a pass stops early or fails, or when the dataset is collected.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -92,6 +93,8 @@ class Inbox {
 
 interface PoolState {
   closed: boolean;
+  /** A thread failed or exited: the pool cannot serve another pass. */
+  broken: boolean;
   workers: Array<{ worker: Worker; inbox: Inbox; waiting: number } | undefined>;
 }
 
@@ -104,7 +107,7 @@ const abandoned = new FinalizationRegistry<PoolState>((state) => {
 });
 
 export class WorkerPool {
-  private readonly state: PoolState = { closed: false, workers: [] };
+  private readonly state: PoolState = { closed: false, broken: false, workers: [] };
 
   constructor(readonly size: number) {
     abandoned.register(this, this.state, this);
@@ -118,8 +121,12 @@ export class WorkerPool {
       const worker = startWorker();
       const inbox = new Inbox();
       worker.on('message', (m: FromWorker) => inbox.push(m));
-      worker.on('error', (e: Error) => inbox.fail(new Error(`hb.data reader thread failed: ${e.message}`)));
+      worker.on('error', (e: Error) => {
+        state.broken = true;
+        inbox.fail(new Error(`hb.data reader thread failed: ${e.message}`));
+      });
       worker.on('exit', (code) => {
+        state.broken = true;
         if (!state.closed) inbox.fail(new Error(`hb.data reader thread exited (code ${code})`));
       });
       // A thread keeps the process alive only while someone waits for it: an iterator
@@ -133,6 +140,11 @@ export class WorkerPool {
       state.workers[i] = entry;
     }
     return entry;
+  }
+
+  /** Whether another pass can run on these threads (none failed, exited or was closed). */
+  get usable(): boolean {
+    return !this.state.closed && !this.state.broken;
   }
 
   send(i: number, message: ToWorker): void {

@@ -68,8 +68,11 @@ const idlePools = new WeakMap<SourceDescription, WorkerPool>();
 
 export async function* readSource(source: SourceDescription, stats: DatasetStats): AsyncGenerator<Batch<Column>> {
   Object.assign(stats, newStats());
-  const pool = idlePools.get(source) ?? new WorkerPool(source.numWorkers);
+  const kept = idlePools.get(source);
   idlePools.delete(source);
+  // A kept thread that died while idle: start afresh rather than fail the pass.
+  if (kept !== undefined && !kept.usable) await kept.close();
+  const pool = kept?.usable ? kept : new WorkerPool(source.numWorkers);
   let readToTheEnd = false;
   try {
     const { task, units } = await source.plan(pool, stats);

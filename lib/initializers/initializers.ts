@@ -159,7 +159,7 @@ export function ones(): Initializer {
   return new ConstantInitializer(1);
 }
 
-/** TF1 defaults: mean 0, stddev 1; draws beyond 2 stddev are redrawn. */
+/** TF1 defaults: mean 0, stddev 1; a normal restricted to 2 stddev around the mean, as TF's (drawn by its inverse CDF, no redraws). */
 export function truncatedNormal(options: { mean?: number; stddev?: number; seed?: number } = {}): Initializer {
   checkOptionKeys(options, ['mean', 'stddev', 'seed'], 'initializers.truncatedNormal');
   const mean = finite(options.mean ?? 0, 'initializers.truncatedNormal: mean');

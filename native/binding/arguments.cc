@@ -53,8 +53,10 @@ std::vector<int64_t> shapeArgument(const Napi::Value& value, const char* argumen
 
 namespace {
 
-// Below this, V8's own allocation is as cheap as a cached block.
+// Below this, V8's own allocation is as cheap as a cached block; above the largest, V8's
+// own arrays (Node 18/20 refuse external buffers over 4 GiB, and the cache keeps <= 1 GiB).
 constexpr size_t kPooledArrayBytes = size_t(64) << 10;
+constexpr size_t kMaxPooledArrayBytes = size_t(1) << 30;
 
 template <typename Array>
 Napi::TypedArray typedArrayOver(Napi::Env env, Napi::ArrayBuffer buffer, size_t length) {
@@ -71,25 +73,30 @@ void releasePooledBlock(napi_env, void*, void* hint) {
   submitToDevice(Device::cpu(), [held]() mutable { held.reset(); });
 }
 
-// An ArrayBuffer over a host block from the block cache. Null where this runtime refuses
-// external buffers (a V8 sandbox).
-Napi::ArrayBuffer pooledArrayBuffer(Napi::Env env, size_t bytes) {
+// An ArrayBuffer over a host block from the block cache, its block in *owner too. Null
+// where this runtime refuses external buffers (a V8 sandbox: the finalizer is not called
+// then, so the block is ours to drop).
+Napi::ArrayBuffer pooledArrayBuffer(Napi::Env env, size_t bytes, std::shared_ptr<Buffer>* owner) {
   auto* block = new std::shared_ptr<Buffer>(Buffer::allocate(Device::cpu(), bytes));
   napi_value buffer = nullptr;
   const napi_status status = napi_create_external_arraybuffer(env, (*block)->data(), bytes, releasePooledBlock, block, &buffer);
-  if (status != napi_ok) {
+  if (status == napi_no_external_buffers_allowed) {
     delete block;
     return Napi::ArrayBuffer();
   }
+  // Any other failure has handed the block to the finalizer already (Node calls it when it
+  // refuses the buffer): not deleted here.
+  if (status != napi_ok) throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
+  if (owner != nullptr) *owner = *block;
   return Napi::ArrayBuffer(env, buffer);
 }
 
 }  // namespace
 
-Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length) {
+Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner) {
   const size_t bytes = length * dtypeSize(dtype);
-  if (bytes >= kPooledArrayBytes) {
-    Napi::ArrayBuffer buffer = pooledArrayBuffer(env, bytes);
+  if (bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes) {
+    Napi::ArrayBuffer buffer = pooledArrayBuffer(env, bytes, owner);
     if (!buffer.IsEmpty()) {
       switch (dtype) {
         case DType::Float32: return typedArrayOver<Napi::Float32Array>(env, buffer, length);

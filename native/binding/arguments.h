@@ -3,6 +3,7 @@
 
 #include <napi.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,10 @@ Tensor viewTypedArray(const Napi::Value& value, const char* argument, const DTyp
 // are not zeroed): Float32Array, Float64Array, Int32Array, BigInt64Array, or a Uint16Array
 // of raw bits for float16 / bfloat16. Large ones live in host blocks that are reused (see
 // native/core/buffer.cc) once JS lets go of them, so reading results in a loop does not
-// fault in fresh pages for every array.
-Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length);
+// fault in fresh pages for every array; *owner (when given) then holds the block, for work
+// that writes into it off the JS thread to keep it alive. (Such arrays are external to V8:
+// on Node 21+ they cannot be moved in a postMessage transfer list; copies can.)
+Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner = nullptr);
 
 // A host tensor holding a copy of a typed array's values, made now on the JS thread.
 // For inputs a queued task reads later: JS can neither change nor detach them after

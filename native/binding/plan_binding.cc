@@ -93,7 +93,7 @@ PlanStep parseStep(const Napi::Object& o) {
   // Optional (plans exported before profiles had it run as forward steps).
   const Napi::Value phase = o.Get("phase");
   if (!phase.IsUndefined()) {
-    const std::string name = stringArgument(phase, "plan step phase");
+    const std::string name = stringArgument(phase, ("plan step " + s.name + " phase").c_str());
     const int32_t found = int32_t(std::find(kStepPhaseNames, kStepPhaseNames + kStepPhaseCount, name) - kStepPhaseNames);
     HB_CHECK_CODE(found < int32_t(StepPhase::Exchange), InvalidArgument, "plan step ", s.name,
                   ": phase must be 'forward', 'backward' or 'update', got '", name, "'");

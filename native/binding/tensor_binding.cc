@@ -134,11 +134,12 @@ Napi::Value tensorFill(const Napi::CallbackInfo& info) {
 Napi::Value tensorData(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Tensor source = TensorHandle::unwrap(info[0], "tensor");
-  Napi::TypedArray array = newTypedArray(env, source.dtype, size_t(source.size()));
+  std::shared_ptr<Buffer> owner;  // the array's block, while the copy into it may still run
+  Napi::TypedArray array = newTypedArray(env, source.dtype, size_t(source.size()), &owner);
   Tensor destination = viewTypedArray(array, "destination", &source.dtype);
   auto result = std::make_shared<Napi::Reference<Napi::TypedArray>>(Napi::Persistent(array));
   return schedule(env, source.device(), makeTask(
-      [source, destination] {
+      [source, destination, owner] {
         copyBytes(destination.buffer->data(), Device::cpu(), source.buffer->data(), source.device(), source.bytes());
       },
       [result, destination](Napi::Env) -> Napi::Value { return result->Value(); }));

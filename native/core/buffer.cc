@@ -30,6 +30,8 @@ constexpr size_t kHostAlignment = 64;
 // a process that has finished its work does not keep it.
 class HostBlockCache {
  public:
+  // From 64 KiB (a lookup's ids, a batch's results); the power-of-two rounding costs up
+  // to 2x for blocks between 64 KiB and a few MiB, which the reuse repays.
   static constexpr size_t kMinCached = size_t(64) << 10;
 
   static size_t roundUp(size_t bytes) {

@@ -1,5 +1,4 @@
-// Kernels that only move floats: "concat", "split_axis" (concat's gradient), "slice_axis"
-// (its gradient in plans made before split_axis) and "copy"
+// Kernels that only move floats: "concat", "split_axis" (concat's gradient) and "copy"
 // (reshape into a new buffer).
 #include <algorithm>
 #include <cmath>
@@ -154,30 +153,6 @@ void splitAxisKernel(KernelArgs& args) {
   splitRows(in.data<float>(), inRow, pieces, outer);
 }
 
-// out = in[..., start : start + out.shape[axis], ...] along attrs[0], start = attrs[1].
-void sliceAxisKernel(KernelArgs& args) {
-  checkArity(args, 1, 1, "slice_axis");
-  checkFloat32(args, "slice_axis");
-  const Tensor& in = args.in[0];
-  const Tensor& out = args.out[0];
-  const size_t rank = in.shape.size();
-  const int64_t axis = axisAttr(args, "slice_axis", rank);
-  HB_CHECK(args.attrs.size() >= 2, args.name, ": kernel slice_axis needs attrs[1] (the start)");
-  const double start = args.attrs[1];
-  bool match = out.shape.size() == rank;
-  for (size_t d = 0; match && d < rank; ++d) match = int64_t(d) == axis || in.shape[d] == out.shape[d];
-  HB_CHECK(match, args.name, ": slice_axis: output ", out.shapeString(), " does not fit input ", in.shapeString(),
-           " along axis ", axis);
-  const int64_t length = out.shape[size_t(axis)];
-  HB_CHECK(start == std::floor(start) && start >= 0 && start + double(length) <= double(in.shape[size_t(axis)]),
-           args.name, ": slice_axis: [", start, ", ", start + double(length), ") is out of range of input ",
-           in.shapeString(), " on axis ", axis);
-  const int64_t outer = product(in.shape, 0, size_t(axis));
-  const int64_t inner = product(in.shape, size_t(axis) + 1, rank);
-  const int64_t inRow = in.shape[size_t(axis)] * inner;
-  copyRows(kernelDevice(args, "slice_axis"), in.data<float>() + int64_t(start) * inner, inRow, out.data<float>(), length * inner, outer, length * inner);
-}
-
 void copyKernel(KernelArgs& args) {
   checkArity(args, 1, 1, "copy");
   checkFloat32(args, "copy");
@@ -199,8 +174,6 @@ void copyKernel(KernelArgs& args) {
 
 HB_REGISTER_KERNEL(KernelDef("concat", concatKernel, KernelPlacement::Device)
                        .input("x", f32()).repeatInputs(0).output("out", f32()).integer("axis"));
-HB_REGISTER_KERNEL(KernelDef("slice_axis", sliceAxisKernel, KernelPlacement::Device)
-                       .input("x", f32()).output("out", f32()).integer("axis").integer("start"));
 HB_REGISTER_KERNEL(KernelDef("split_axis", splitAxisKernel, KernelPlacement::Device)
                        .input("x", f32()).output("out", f32()).repeatOutputs(0).integer("axis"));
 HB_REGISTER_KERNEL(KernelDef("copy", copyKernel, KernelPlacement::Device).input("x", f32()).output("out", f32()));

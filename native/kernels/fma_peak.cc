@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "native/core/thread_pool.h"
@@ -96,14 +97,22 @@ FmaPeak measureFmaPeak(double seconds) {
     }
     iterations *= 4;
   }
-  const auto start = std::chrono::steady_clock::now();
+  // Threads of its own, one per pool thread, all started before the clock: the pool may
+  // run two items on one thread when another is slow to wake, which would halve the figure.
   std::vector<float> sums(size_t(peak.threads), 0.0f);
-  parallelFor(peak.threads, 1, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) sums[size_t(t)] = chains(iterations, float(t));
-  });
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<double> took(size_t(peak.threads), 0.0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < peak.threads; ++t) {
+    threads.emplace_back([&, t] {
+      const auto start = std::chrono::steady_clock::now();
+      sums[size_t(t)] = chains(iterations, float(t));
+      took[size_t(t)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
   for (float s : sums) sink = sink + s;
-  peak.gflops = double(iterations) * kChains * lanes * 2 * double(peak.threads) / took / 1e9;
+  // Each thread's own rate, summed: a thread descheduled for a while lowers only its share.
+  for (double threadSeconds : took) peak.gflops += double(iterations) * kChains * lanes * 2 / threadSeconds / 1e9;
   return peak;
 }
 
