@@ -20,14 +20,14 @@ async function printStepBreakdown(hb, run, steps, { top = 8, indent = '  ' } = {
 }
 
 /**
- * The profiled step's matmuls as GFLOP/s against the machine's FMA peak (measured by the
- * addon for the GEMM's instruction set), given the matmul FLOPs of one step.
+ * The profiled step's matmuls as GFLOP/s against the machine's FMA peak for the GEMM's
+ * instruction set (`peak`: native.measureFmaPeak, taken before the bench allocates much:
+ * after training, V8's background GC threads can hold a core), given one step's matmul FLOPs.
  */
-function printGemmShare(native, report, flopsPerStep, steps, workload) {
+function printGemmShare(peak, report, flopsPerStep, steps, workload) {
   const matmulMs = report.kernels.filter((k) => k.kernel === 'matmul').reduce((sum, k) => sum + k.ms, 0);
   if (matmulMs <= 0) return;
   const achieved = (flopsPerStep * steps) / (matmulMs / 1e3) / 1e9;
-  const peak = native.measureFmaPeak(0.5);
   if (peak.gflops <= 0) {
     console.log(`  GEMMs inside the step: ${achieved.toFixed(1)} GFLOP/s (portable GEMM: no FMA peak)`);
     return;
