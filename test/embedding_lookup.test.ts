@@ -50,6 +50,21 @@ describe('hb.nn.embeddingLookupSparse', () => {
     expect(Array.from(out.subarray(6))).toEqual([0, 0]);
   });
 
+  test('a batch large enough to be shared by every thread equals the JS reference bit for bit', async () => {
+    // 6000 bags of 0-3 ids (~7600): above the size from which the pool's threads split the bags.
+    const random = randomSource(77);
+    const rows = 5000;
+    const dim = 64;
+    const table = randomTable(random, rows, dim);
+    const params = hb.variable(table, { shape: [rows, dim], name: 'shared_batch' });
+    const r = randomRagged(random, 6000, rows, 3, false);
+    for (const combiner of combiners) {
+      const out = await hb.nn.embeddingLookupSparse(params, hb.ragged(r.values, r.rowSplits), { combiner });
+      const expected = lookupReference({ table, rows, dim, ids: r.values, rowSplits: r.rowSplits, weights: r.weights, combiner });
+      expect(Array.from((await out.data()) as Float32Array)).toEqual(Array.from(expected));
+    }
+  });
+
   // 8..128 take the fixed-width (register) paths, the others the generic one.
   for (const dim of [1, 3, 8, 16, 32, 64, 128, 300]) {
     for (const combiner of combiners) {

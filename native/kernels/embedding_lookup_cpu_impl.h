@@ -65,7 +65,12 @@ void lookupAllBags(const EmbeddingLookupArgs& a) {
   const int64_t idsPerBag = a.batch > 0 ? std::max<int64_t>(1, a.numIds / a.batch) : 1;
   // Aim for chunks of ~16k gathered rows' worth of work so small batches stay on one
   // thread and large ones spread evenly.
-  const int64_t grain = std::max<int64_t>(1, 16384 / (idsPerBag * std::max<int64_t>(1, a.dim / 16)));
+  int64_t grain = std::max<int64_t>(1, 16384 / (idsPerBag * std::max<int64_t>(1, a.dim / 16)));
+  // Random rows wait on memory, not on arithmetic: once each thread would get a few
+  // thousand ids, every thread takes a share (a DLRM table's 4096 ids of dim 64 would
+  // otherwise be one chunk, on one core).
+  const int64_t threads = threadPoolSize();
+  if (threads > 1 && a.numIds >= 2048 * threads) grain = std::min(grain, (a.batch + threads - 1) / threads);
   parallelFor(a.batch, grain, [&](int64_t first, int64_t last) {
     for (int64_t bag = first; bag < last; ++bag) lookupBag<Id, kWeighted, kClipped, kDim>(a, ids, bag);
   });
