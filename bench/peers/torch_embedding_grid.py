@@ -6,11 +6,10 @@ Prints one JSON line: {"torch", "blas", "threads", "seconds": [[sum, mean] per c
 """
 import json
 import sys
-import time
 
 import torch
-import torch.nn.functional as F
 
+from embedding_bag_timing import median_bag_seconds
 from torch_blas import blas_report
 
 rows, iters, threads = (int(x) for x in sys.argv[1:4])
@@ -34,16 +33,6 @@ for dim, batch, hotness, kind in cells:
         tables[dim] = torch.rand(rows, dim, generator=generator)
     table = tables[dim]
     batches = [ids_of(kind, batch, hotness) for _ in range(4)]
-    cell = []
-    for mode in ("sum", "mean"):
-        for i in range(2):
-            F.embedding_bag(batches[i % 4], table, mode=mode)
-        times = []
-        for i in range(iters):
-            start = time.perf_counter()
-            F.embedding_bag(batches[i % 4], table, mode=mode)
-            times.append(time.perf_counter() - start)
-        times.sort()
-        cell.append(times[len(times) // 2])
+    cell = [median_bag_seconds(table, batches, mode, iters, 2) for mode in ("sum", "mean")]
     seconds.append(cell)
 print(json.dumps({"torch": torch.__version__, "blas": blas, "threads": torch.get_num_threads(), "seconds": seconds}))
