@@ -79,14 +79,17 @@ void releasePooledBlock(napi_env, void*, void* hint) {
 Napi::ArrayBuffer pooledArrayBuffer(Napi::Env env, size_t bytes, std::shared_ptr<Buffer>* owner) {
   auto* block = new std::shared_ptr<Buffer>(Buffer::allocate(Device::cpu(), bytes));
   napi_value buffer = nullptr;
-  const napi_status status = napi_create_external_arraybuffer(env, (*block)->data(), bytes, releasePooledBlock, block, &buffer);
+  const napi_status status =
+      napi_create_external_arraybuffer(env, (*block)->data(), bytes, releasePooledBlock, block, &buffer);
   if (status == napi_no_external_buffers_allowed) {
     delete block;
     return Napi::ArrayBuffer();
   }
   // Any other failure has handed the block to the finalizer already (Node calls it when it
   // refuses the buffer): not deleted here.
-  if (status != napi_ok) throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
+  if (status != napi_ok) {
+    throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
+  }
   if (owner != nullptr) *owner = *block;
   return Napi::ArrayBuffer(env, buffer);
 }
