@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cuda/dense_kernels.h"
@@ -78,6 +79,24 @@ void splitRows(const float* in, int64_t inRow, const std::vector<RowPiece>& piec
   });
 }
 
+// `pieces` (a concat's inputs, a split's outputs) must match `whole` outside `axis` and add
+// up to it along it; `pieceWord` / `wholeWord` say which side each is in messages.
+void checkPiecesFit(const std::vector<Tensor>& pieces, const Tensor& whole, int64_t axis, const std::string& where,
+                    const char* pieceWord, const char* wholeWord) {
+  const size_t rank = whole.shape.size();
+  int64_t total = 0;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const Tensor& t = pieces[k];
+    bool match = t.shape.size() == rank;
+    for (size_t d = 0; match && d < rank; ++d) match = int64_t(d) == axis || t.shape[d] == whole.shape[d];
+    HB_CHECK(match, where, ": ", pieceWord, " ", k, " has shape ", t.shapeString(), ", which does not fit ", wholeWord,
+             " ", whole.shapeString(), " along axis ", axis);
+    total += t.shape[size_t(axis)];
+  }
+  HB_CHECK(total == whole.shape[size_t(axis)], where, ": the ", pieceWord, "s' dims on axis ", axis, " add up to ",
+           total, ", but the ", wholeWord, " ", whole.shapeString(), " has ", whole.shape[size_t(axis)]);
+}
+
 void concatKernel(KernelArgs& args) {
   HB_CHECK(!args.in.empty() && args.out.size() == 1, args.name, ": kernel concat takes 1 or more inputs and 1 output, got ",
            args.in.size(), " and ", args.out.size());
@@ -85,17 +104,7 @@ void concatKernel(KernelArgs& args) {
   const Tensor& out = args.out[0];
   const size_t rank = out.shape.size();
   const int64_t axis = axisAttr(args, "concat", rank);
-  int64_t total = 0;
-  for (size_t k = 0; k < args.in.size(); ++k) {
-    const Tensor& t = args.in[k];
-    bool match = t.shape.size() == rank;
-    for (size_t d = 0; match && d < rank; ++d) match = int64_t(d) == axis || t.shape[d] == out.shape[d];
-    HB_CHECK(match, args.name, ": concat: input ", k, " has shape ", t.shapeString(), ", which does not fit output ",
-             out.shapeString(), " along axis ", axis);
-    total += t.shape[size_t(axis)];
-  }
-  HB_CHECK(total == out.shape[size_t(axis)], args.name, ": concat: the inputs' dims on axis ", axis, " add up to ",
-           total, ", but the output ", out.shapeString(), " has ", out.shape[size_t(axis)]);
+  checkPiecesFit(args.in, out, axis, args.name + ": concat", "input", "output");
   const int64_t outer = product(out.shape, 0, size_t(axis));
   const int64_t inner = product(out.shape, size_t(axis) + 1, rank);
   const int64_t outRow = out.shape[size_t(axis)] * inner;
@@ -124,17 +133,7 @@ void splitAxisKernel(KernelArgs& args) {
   const Tensor& in = args.in[0];
   const size_t rank = in.shape.size();
   const int64_t axis = axisAttr(args, "split_axis", rank);
-  int64_t total = 0;
-  for (size_t k = 0; k < args.out.size(); ++k) {
-    const Tensor& t = args.out[k];
-    bool match = t.shape.size() == rank;
-    for (size_t d = 0; match && d < rank; ++d) match = int64_t(d) == axis || t.shape[d] == in.shape[d];
-    HB_CHECK(match, args.name, ": split_axis: output ", k, " has shape ", t.shapeString(), ", which does not fit input ",
-             in.shapeString(), " along axis ", axis);
-    total += t.shape[size_t(axis)];
-  }
-  HB_CHECK(total == in.shape[size_t(axis)], args.name, ": split_axis: the outputs' dims on axis ", axis, " add up to ",
-           total, ", but the input ", in.shapeString(), " has ", in.shape[size_t(axis)]);
+  checkPiecesFit(args.out, in, axis, args.name + ": split_axis", "output", "input");
   const int64_t outer = product(in.shape, 0, size_t(axis));
   const int64_t inner = product(in.shape, size_t(axis) + 1, rank);
   const int64_t inRow = in.shape[size_t(axis)] * inner;
