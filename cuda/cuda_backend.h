@@ -33,6 +33,9 @@ void bindThreadToDevice(int device);
 // Stream-ordered allocation, so that freeing never stalls the JS thread.
 void* allocate(int device, size_t bytes);
 void release(int device, void* pointer) noexcept;
+// Gives the memory the device's pool kept for reuse back to the driver (the device's
+// executor calls it once it has been idle for a while).
+void releaseIdleDeviceMemory(int device) noexcept;
 
 void copyToDevice(int device, void* dst, const void* src, size_t bytes);
 void copyToHost(int device, void* dst, const void* src, size_t bytes);

@@ -58,6 +58,16 @@ DeviceContext& useDevice(int device) {
   int pools = 0;
   cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device);
   context.memoryPools = pools != 0;
+  if (context.memoryPools) {
+    // The default pool gives its memory back to the driver at every synchronize, and
+    // every call synchronizes: each step's scratch would be mapped afresh (a sparse
+    // update's dozen buffers cost more than its kernels). Keep it, as PyTorch's caching
+    // allocator does; releaseIdleDeviceMemory trims it once the device's executor idles.
+    cudaMemPool_t pool = nullptr;
+    check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+  }
   return contexts->emplace(device, context).first->second;
 }
 
@@ -88,6 +98,18 @@ void* allocate(int device, size_t bytes) {
     check(cudaMalloc(&pointer, size), "cudaMalloc");
   }
   return pointer;
+}
+
+void releaseIdleDeviceMemory(int device) noexcept {
+  try {
+    DeviceContext& context = useDevice(device);
+    if (!context.memoryPools) return;
+    cudaMemPool_t pool = nullptr;
+    check(cudaStreamSynchronize(context.compute), "cudaStreamSynchronize");
+    check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+    check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+  } catch (...) {
+  }
 }
 
 void release(int device, void* pointer) noexcept {

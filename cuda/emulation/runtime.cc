@@ -394,6 +394,23 @@ cudaError_t cudaFreeAsync(void* pointer, cudaStream_t stream) {
   return release(pointer);
 }
 
+// The emulated device frees at once and keeps no pool: its pool calls only check their
+// arguments.
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  if (!pool || device < 0 || device >= count) return remember(cudaErrorInvalidValue);
+  static int handle = 0;
+  *pool = reinterpret_cast<cudaMemPool_t>(&handle);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* value) {
+  return pool && value ? cudaSuccess : remember(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) { return pool ? cudaSuccess : remember(cudaErrorInvalidValue); }
+
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (cudaError_t failed = takeKernelFailure(nullptr, true)) return failed;
   return copy(dst, src, bytes, kind);

@@ -25,6 +25,7 @@ void memoryInfo(int, size_t*, size_t*) { notCompiled(); }
 void bindThreadToDevice(int) {}
 void* allocate(int, size_t) { notCompiled(); }
 void release(int, void*) noexcept {}
+void releaseIdleDeviceMemory(int) noexcept {}
 void copyToDevice(int, void*, const void*, size_t) { notCompiled(); }
 void copyToHost(int, void*, const void*, size_t) { notCompiled(); }
 void copyDeviceToDevice(int, void*, const void*, size_t) { notCompiled(); }

@@ -40,17 +40,20 @@ class Executor {
     currentExecutor = this;
     if (device.isCuda()) cuda::bindThreadToDevice(device.index);
     // The host executor empties the host block cache once it has had nothing to do for
-    // a while: the cache is for back-to-back steps, not for a process that has finished.
+    // a while, and a device's executor its memory pool: the caches are for back-to-back
+    // steps, not for a process that has finished.
     const bool ownsHostCache = name_ == "cpu";
+    const bool ownsDevicePool = device.isCuda() && name_ == device.str();
     bool idleReleased = true;
     for (;;) {
       std::function<void()> work;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        if (ownsHostCache && !idleReleased) {
+        if ((ownsHostCache || ownsDevicePool) && !idleReleased) {
           if (!wake_.wait_for(lock, std::chrono::seconds(2), [&] { return !queue_.empty(); })) {
             lock.unlock();
-            releaseIdleHostMemory();
+            if (ownsHostCache) releaseIdleHostMemory();
+            if (ownsDevicePool) cuda::releaseIdleDeviceMemory(device.index);
             idleReleased = true;
             continue;
           }

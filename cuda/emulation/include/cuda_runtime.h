@@ -84,8 +84,14 @@ enum cudaDeviceAttr {
 
 struct CUstream_st;
 struct CUevent_st;
+struct CUmemPoolHandle_st;
 typedef CUstream_st* cudaStream_t;
 typedef CUevent_st* cudaEvent_t;
+typedef CUmemPoolHandle_st* cudaMemPool_t;
+
+enum cudaMemPoolAttr {
+  cudaMemPoolAttrReleaseThreshold = 4,
+};
 
 constexpr unsigned cudaStreamDefault = 0;
 constexpr unsigned cudaStreamNonBlocking = 1;
@@ -136,6 +142,9 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes);
 cudaError_t cudaFree(void* pointer);
 cudaError_t cudaMallocAsync(void** pointer, size_t bytes, cudaStream_t stream);
 cudaError_t cudaFreeAsync(void* pointer, cudaStream_t stream);
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value);
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t minBytesToKeep);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = nullptr);
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width, size_t height,
