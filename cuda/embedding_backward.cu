@@ -42,6 +42,11 @@ constexpr int64_t kMaxRowBlocks = int64_t(1) << 16;
 // Kernel B keeps two rows per block in shared memory up to this width (48 KiB, the
 // limit without opting in), in global scratch beyond it.
 constexpr int64_t kMaxSharedWidth = 6144;
+// Entries of a segment whose loads kernel A issues before adding them (see segmentColumns).
+constexpr int kPrefetch = 16;
+// Shared memory the long-segment kernel stages a chunk of entries in (under the 48 KiB
+// a launch gets without opting in).
+constexpr size_t kLongStageBytes = 40 << 10;
 
 unsigned gridFor(int64_t work, int64_t perBlock, int64_t cap) {
   const int64_t blocks = (work + perBlock - 1) / perBlock;
@@ -157,13 +162,23 @@ __global__ void markSpans(Source source, SegmentView s, int32_t* spans) {
 
 // ---- What the entries add ----
 
+// Each source reads an entry in two parts: `entry(e)`, what the entry's columns share
+// (the loads that lead to its row), then `value(entry, c)`, one load per column. The
+// long-segment kernel stages the first part once per entry.
+
 // IndexedSlices: each entry is a unit, taken as it is.
 struct SliceSource {
   const float* values;  // [n, width]
   int64_t width;
   static constexpr bool kSumsUnits = false;
+  struct Entry {
+    const float* row;
+    int32_t unit;
+  };
+  __device__ Entry entry(int32_t e) const { return Entry{values + int64_t(e) * width, e}; }
+  __device__ float value(const Entry& entry, int64_t c) const { return entry.row[c]; }
   __device__ int32_t unitOf(int32_t e) const { return e; }
-  __device__ float value(int32_t e, int64_t c) const { return values[int64_t(e) * width + c]; }
+  __device__ float value(int32_t e, int64_t c) const { return value(entry(e), c); }
   __device__ float maxNorm(int32_t) const { return 0.0f; }
 };
 
@@ -183,11 +198,21 @@ struct LookupSource {
   const float* weightOf;    // per entry (1 for lookups without weights)
   const float* maxNorms;    // per lookup
   static constexpr bool kSumsUnits = true;
-  __device__ int32_t unitOf(int32_t e) const { return bags[bagOf[e]].lookup; }
-  __device__ float value(int32_t e, int64_t c) const {
-    const BagInfo& b = bags[bagOf[e]];
-    return lookupGradContribution(b.grad[c], b.weighted, b.combiner, b.factors, weightOf[e]);
+  struct Entry {
+    BagInfo bag;
+    float weight;
+    int32_t unit;
+  };
+  __device__ Entry entry(int32_t e) const {
+    const BagInfo bag = bags[bagOf[e]];
+    return Entry{bag, weightOf[e], bag.lookup};
   }
+  __device__ float value(const Entry& entry, int64_t c) const {
+    const BagInfo& b = entry.bag;
+    return lookupGradContribution(b.grad[c], b.weighted, b.combiner, b.factors, entry.weight);
+  }
+  __device__ int32_t unitOf(int32_t e) const { return bags[bagOf[e]].lookup; }
+  __device__ float value(int32_t e, int64_t c) const { return value(entry(e), c); }
   __device__ float maxNorm(int32_t unit) const { return maxNorms[unit]; }
 };
 
@@ -213,45 +238,148 @@ __device__ void applySparseElement(const OptimizerHyper& h, float* var, float* s
   }
 }
 
-// Kernel A: one thread per (segment, column); for sinks that need no whole row.
+// One (segment, column)'s sum: its entries' values added in entry order, each unit from
+// zero and the units combined as the CPU does, then written out or applied. Kernel A and
+// the long-segment kernel feed it the same values in the same order.
+struct ColumnSum {
+  const Sink* sink;
+  bool perUnit;  // GradientDescent: each unit applied as it ends (TF's scatter_sub)
+  bool spans;    // some segment holds several units: units are added from zero
+  float* var;    // update mode: the column's variable element
+  int32_t current;
+  float sum;
+  float unit;
+
+  __device__ ColumnSum(const Sink& s, bool anySpans, float* element, int32_t firstUnit)
+      : sink(&s), perUnit(s.update && s.hyper.kind == OptimizerKind::GradientDescent), spans(anySpans),
+        var(element), current(firstUnit), sum(0.0f), unit(0.0f) {}
+
+  template <bool kSumsUnits>
+  __device__ void add(int32_t entryUnit, float x) {
+    if (entryUnit != current) {
+      finishUnit();
+      current = entryUnit;
+      unit = 0.0f;
+    }
+    unit = kSumsUnits ? addRn(unit, x) : x;
+  }
+
+  __device__ void finishUnit() {
+    if (perUnit) applyElementOf<OptimizerKind::GradientDescent>(sink->hyper, var, nullptr, nullptr, unit);
+    else sum = spans ? addRn(sum, unit) : unit;
+  }
+
+  // After the last entry: output position k, element `at` of the table.
+  __device__ void finish(int64_t k, int64_t c, int64_t width, int64_t at) {
+    finishUnit();
+    if (!sink->update) {
+      sink->out[k * width + c] = sum;
+    } else if (!perUnit) {
+      const OptimizerTarget& t = sink->target;
+      applySparseElement(sink->hyper, var, t.s0 ? t.s0 + at : nullptr, t.s1 ? t.s1 + at : nullptr, sum);
+    }
+  }
+};
+
+// Segments with more entries than this go to the long-segment kernel: under a power law
+// one row can hold a tenth of a batch's ids, and one thread per column walking them all
+// would be the whole kernel's time.
+constexpr int32_t kLongSegment = 64;
+
+__device__ int64_t segmentAt(const Sink& sink, int64_t k) { return sink.order ? sink.order[k] : k; }
+
+__device__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Kernel A: one thread per (segment, column); for sinks that need no whole row. With
+// `skipLong`, segments of more than kLongSegment entries are left to segmentColumnsLong.
 template <typename Source>
-__global__ void segmentColumns(Source source, SegmentView s, int64_t width, Sink sink) {
+__global__ void segmentColumns(Source source, SegmentView s, int64_t width, Sink sink, bool skipLong) {
   const int64_t segments = s.count[0];
   const bool spans = s.count[1] != 0;
-  const OptimizerHyper& h = sink.hyper;
-  const bool perUnit = sink.update && h.kind == OptimizerKind::GradientDescent;
   for (int64_t i = threadIndex(); i < segments * width; i += threadCount()) {
     const int64_t k = i / width;
     const int64_t c = i % width;
-    const int64_t u = sink.order ? sink.order[k] : k;
+    const int64_t u = segmentAt(sink, k);
     const int32_t begin = s.offsets[u];
     const int32_t end = s.offsets[u + 1];
+    if (skipLong && end - begin > kLongSegment) continue;
     const int64_t at = s.rows[u] * width + c;
-    float* var = sink.update ? sink.target.var + at : nullptr;
-    float sum = 0.0f;
-    float unit = 0.0f;
-    auto finishUnit = [&] {
-      if (perUnit) applyElementOf<OptimizerKind::GradientDescent>(h, var, nullptr, nullptr, unit);
-      else sum = spans ? addRn(sum, unit) : unit;
-    };
-    int32_t current = source.unitOf(s.entries[begin]);
-    for (int32_t j = begin; j < end; ++j) {
-      const int32_t e = s.entries[j];
-      const int32_t l = source.unitOf(e);
-      if (l != current) {
-        finishUnit();
-        current = l;
-        unit = 0.0f;
+    ColumnSum sum(sink, spans, sink.update ? sink.target.var + at : nullptr, source.unitOf(s.entries[begin]));
+    // The loads of kPrefetch entries (each a chain: entry, bag, gradient) are issued
+    // together, then added in entry order. Past the end the last entry is loaded again
+    // and not added, so no load waits behind a branch.
+    for (int32_t first = begin; first < end; first += kPrefetch) {
+      int32_t units[kPrefetch];
+      float values[kPrefetch];
+#pragma unroll
+      for (int q = 0; q < kPrefetch; ++q) {
+        const typename Source::Entry entry = source.entry(s.entries[smaller(first + q, end - 1)]);
+        units[q] = entry.unit;
+        values[q] = source.value(entry, c);
       }
-      const float x = source.value(e, c);
-      unit = Source::kSumsUnits ? addRn(unit, x) : x;
+#pragma unroll
+      for (int q = 0; q < kPrefetch; ++q) {
+        if (first + q < end) sum.template add<Source::kSumsUnits>(units[q], values[q]);
+      }
     }
-    finishUnit();
-    if (!sink.update) {
-      sink.out[k * width + c] = sum;
-    } else if (!perUnit) {
-      applySparseElement(h, var, sink.target.s0 ? sink.target.s0 + at : nullptr,
-                         sink.target.s1 ? sink.target.s1 + at : nullptr, sum);
+    sum.finish(k, c, width, at);
+  }
+}
+
+// The output positions of the segments with more than kLongSegment entries, in any order
+// (each is one row, summed on its own).
+__global__ void listLongSegments(SegmentView s, const int32_t* order, int32_t* list, int32_t* count) {
+  const int64_t segments = s.count[0];
+  for (int64_t k = threadIndex(); k < segments; k += threadCount()) {
+    const int64_t u = order ? order[k] : k;
+    if (s.offsets[u + 1] - s.offsets[u] > kLongSegment) list[atomicAdd(count, 1)] = int32_t(k);
+  }
+}
+
+// One block per long segment, for the sinks of kernel A. The block stages a chunk of
+// entries at a time: what each entry's columns share (one thread per entry), then the
+// chunk's values for up to blockDim.x columns (every thread, independent loads) in shared
+// memory; then each column's thread adds its column in entry order, as kernel A would.
+// Shared memory: chunk entries, then chunk x tileWidth floats.
+template <typename Source>
+__global__ void segmentColumnsLong(Source source, SegmentView s, int64_t width, Sink sink, const int32_t* list,
+                                   const int32_t* listCount, int32_t tileWidth, int32_t chunk) {
+  using Entry = typename Source::Entry;
+  Entry* entries = dynamicSharedMemory<Entry>();
+  float* staged = reinterpret_cast<float*>(entries + chunk);
+  const bool spans = s.count[1] != 0;
+  const int tid = threadIdx.x;
+  const int32_t count = *listCount;
+  // Everything that decides a __syncthreads below is the same for the whole block.
+  for (int32_t item = blockIdx.x; item < count; item += gridDim.x) {
+    const int64_t k = list[item];
+    const int64_t u = segmentAt(sink, k);
+    const int32_t begin = s.offsets[u];
+    const int32_t end = s.offsets[u + 1];
+    const int64_t rowStart = s.rows[u] * width;
+    const int32_t firstUnit = source.unitOf(s.entries[begin]);
+    for (int64_t c0 = 0; c0 < width; c0 += tileWidth) {
+      const int32_t columns = int32_t(smaller(tileWidth, width - c0));
+      const bool owner = tid < columns;
+      const int64_t c = c0 + tid;
+      ColumnSum sum(sink, spans, sink.update && owner ? sink.target.var + rowStart + c : nullptr, firstUnit);
+      for (int32_t first = begin; first < end; first += chunk) {
+        const int32_t n = int32_t(smaller(chunk, end - first));
+        __syncthreads();  // the last chunk is added
+        for (int32_t q = tid; q < n; q += blockDim.x) entries[q] = source.entry(s.entries[first + q]);
+        __syncthreads();
+#pragma unroll 8
+        for (int32_t i = tid; i < n * columns; i += blockDim.x) {
+          const int32_t q = i / columns;
+          const int32_t col = i - q * columns;
+          staged[q * tileWidth + col] = source.value(entries[q], c0 + col);
+        }
+        __syncthreads();
+        if (owner) {
+          for (int32_t q = 0; q < n; ++q) sum.template add<Source::kSumsUnits>(entries[q].unit, staged[q * tileWidth + tid]);
+        }
+      }
+      if (owner) sum.finish(k, c, width, rowStart + c);
     }
   }
 }
@@ -333,8 +461,20 @@ void launchSegments(int device, cudaStream_t stream, const Source& source, const
                     int64_t width, const Sink& sink, bool wholeRows, const float* table) {
   const SegmentView view = viewOf(segments);
   if (!wholeRows) {
-    launchKernel(segmentColumns<Source>, gridFor(n * width, kThreads, kMaxBlocks), kThreads, 0, stream, source, view, width, sink);
+    // Only n / (kLongSegment + 1) segments can be long; with fewer entries there are none.
+    const int64_t mostLong = n / (kLongSegment + 1);
+    launchKernel(segmentColumns<Source>, gridFor(n * width, kThreads, kMaxBlocks), kThreads, 0, stream, source, view, width, sink, mostLong > 0);
     check(cudaGetLastError(), "segment sum kernel");
+    if (mostLong == 0) return;
+    Scratch list(device, size_t(mostLong) * sizeof(int32_t)), listCount(device, sizeof(int32_t));
+    check(cudaMemsetAsync(listCount.as<int32_t>(), 0, sizeof(int32_t), stream), "cudaMemsetAsync");
+    launchKernel(listLongSegments, gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream, view, sink.order, list.as<int32_t>(), listCount.as<int32_t>());
+    const int32_t tileWidth = int32_t(std::min<int64_t>(width, kThreads));
+    const size_t perEntry = size_t(tileWidth) * sizeof(float) + sizeof(typename Source::Entry);
+    const int32_t chunk = int32_t(std::max<size_t>(1, std::min<size_t>(kThreads, kLongStageBytes / perEntry)));
+    launchKernel(segmentColumnsLong<Source>, gridFor(mostLong, 1, kMaxRowBlocks), kThreads, size_t(chunk) * perEntry, stream, source, view, width, sink,
+                 list.as<int32_t>(), listCount.as<int32_t>(), tileWidth, chunk);
+    check(cudaGetLastError(), "long segment sum kernel");
     return;
   }
   const int threads = int(std::min<int64_t>(kThreads, (width + 31) / 32 * 32));

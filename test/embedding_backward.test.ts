@@ -214,12 +214,28 @@ interface LookupOptions {
   weighted?: boolean;
   int32?: boolean;
   maxNorm?: number;
-  /** 'pruned': every id negative; 'zeroWeights': every weight 0 (pruned by mean). */
-  kind?: 'pruned' | 'zeroWeights';
+  /**
+   * 'pruned': every id negative; 'zeroWeights': every weight 0 (pruned by mean); 'hot': row 5
+   * in every bag and row 6 in two of three, as a power law does to a batch's top ids (on a
+   * GPU, rows of more than 64 entries are summed by a block each).
+   */
+  kind?: 'pruned' | 'zeroWeights' | 'hot';
+}
+
+function hotRagged(random: () => number, batch: number, rows: number, weighted: boolean) {
+  const ids: bigint[] = [];
+  const splits = [0];
+  for (let bag = 0; bag < batch; bag++) {
+    ids.push(5n, BigInt(Math.floor(random() * rows)));
+    if (bag % 3 !== 0) ids.push(6n);
+    splits.push(ids.length);
+  }
+  const weights = weighted ? Float32Array.from(ids, () => random() * 2) : undefined;
+  return { values: BigInt64Array.from(ids), rowSplits: Int32Array.from(splits), weights };
 }
 
 function makeLookup(random: () => number, rows: number, dim: number, o: LookupOptions): LookupSpec {
-  const r = randomRagged(random, o.batch, rows, 8, o.weighted ?? false);
+  const r = o.kind === 'hot' ? hotRagged(random, o.batch, rows, o.weighted ?? false) : randomRagged(random, o.batch, rows, 8, o.weighted ?? false);
   let ids: BigInt64Array | Int32Array = r.values;
   if (o.kind === 'pruned') ids = r.values.map((x) => -1n - (x < 0n ? -x : x));
   if (o.int32) ids = Int32Array.from(ids, Number);
@@ -442,6 +458,7 @@ describeCuda('sparse gradients on CUDA at the edges', () => {
     backwardCases.push([`dim ${dim}, an empty batch`, dim, { batch: 0, combiner: 'mean' }]);
     backwardCases.push([`dim ${dim}, every id pruned`, dim, { batch: 10, combiner: 'sqrtn', kind: 'pruned' }]);
     backwardCases.push([`dim ${dim}, zero weights with mean`, dim, { batch: 10, combiner: 'mean', weighted: true, kind: 'zeroWeights' }]);
+    backwardCases.push([`dim ${dim}, rows in hundreds of bags`, dim, { batch: 300, combiner: 'mean', weighted: true, kind: 'hot' }]);
   }
 
   test.each(backwardCases)('the backward equals the CPU\'s bit for bit: %s', async (_name, dim, o) => {
@@ -457,7 +474,7 @@ describeCuda('sparse gradients on CUDA at the edges', () => {
     expect(Array.from(gpu.indices as BigInt64Array)).toEqual(Array.from(cpu.indices as BigInt64Array));
     expect(gpu.values.shape).toEqual(cpu.values.shape);
     expect(bitsOf((await gpu.values.data()) as Float32Array).equals(bitsOf((await cpu.values.data()) as Float32Array))).toBe(true);
-    if (o.kind || o.batch === 0) expect(cpu.indices.length).toBe(0);
+    if (o.kind === 'pruned' || o.kind === 'zeroWeights' || o.batch === 0) expect(cpu.indices.length).toBe(0);
   });
 
   for (const dim of [1, 16, 300]) {
@@ -471,8 +488,10 @@ describeCuda('sparse gradients on CUDA at the edges', () => {
         const cpuOpt = make();
         const gpuOpt = make();
         for (let step = 0; step < 3; step++) {
-          const n = step === 2 ? 0 : 200; // an empty update too (non-lazy Adam still moves every row)
-          const list = Array.from({ length: n }, () => Math.floor(random() * random() * rows));
+          // An empty update too (non-lazy Adam still moves every row); in the second, row 3
+          // holds two thirds of 600 indices (a row of more than 64 entries: one block sums it).
+          const n = [200, 600, 0][step];
+          const list = Array.from({ length: n }, (_, i) => (step === 1 && i % 3 !== 0 ? 3 : Math.floor(random() * random() * rows)));
           const indices = int32 ? Int32Array.from(list) : BigInt64Array.from(list.map(BigInt));
           // Some rows of zeros: summing from zero must keep the CPU's signs.
           const values = Float32Array.from({ length: n * dim }, (_, i) => (Math.floor(i / dim) % 17 === 3 ? -0 : random() - 0.5));
@@ -508,6 +527,16 @@ describeCuda('sparse gradients on CUDA at the edges', () => {
       ],
     },
     { name: 'dim 300, maxNorm', rows: 40, dim: 300, lookups: [{ batch: 20, combiner: 'mean', maxNorm: 3 }] },
+    {
+      name: 'rows in hundreds of bags of two lookups, dim 33',
+      rows: 40,
+      dim: 33,
+      lookups: [
+        { batch: 400, combiner: 'sum', kind: 'hot' },
+        { batch: 300, combiner: 'mean', weighted: true, kind: 'hot' },
+      ],
+    },
+    { name: 'rows in hundreds of bags, dim 300', rows: 40, dim: 300, lookups: [{ batch: 200, combiner: 'sqrtn', kind: 'hot' }] },
   ];
   for (const c of cudaFusedCases) {
     test.each(optimizerMakers)(`the fused backward + update matches the CPU: ${c.name}, %s`, async (_name, make) => {
