@@ -78,6 +78,8 @@ __device__ int64_t offsetOver(const RunStrides& s, bool reduced, int64_t index) 
   return offset;
 }
 
+constexpr int kTermPrefetch = 16;
+
 // partial[block * outputs + o]: the in-order sum of output o's terms in that block.
 // Adjacent threads take adjacent outputs, so column sums read contiguous memory.
 __global__ void reduceBlocks(RunStrides s, const float* in, float* partial, int64_t outputs, int64_t terms,
@@ -89,8 +91,47 @@ __global__ void reduceBlocks(RunStrides s, const float* in, float* partial, int6
   const int64_t base = offsetOver(s, false, o);
   const int64_t first = block * kSumBlock;
   const int64_t last = first + kSumBlock < terms ? first + kSumBlock : terms;
+  // Term j's position in each reduced run, advanced like an odometer (no division per
+  // term), and kTermPrefetch loads issued before they are added in order: a thread's
+  // terms are a chain of adds, but need not be a chain of loads.
+  int64_t digit[kMaxKernelRank] = {};
+  int64_t offset = 0;
+  {
+    int64_t index = first;
+    for (int32_t k = s.rank - 1; k >= 0; --k) {
+      if (!s.reduced[k]) continue;
+      digit[k] = index % s.size[k];
+      index /= s.size[k];
+      offset += digit[k] * s.stride[k];
+    }
+  }
+  auto advance = [&] {
+    for (int32_t k = s.rank - 1; k >= 0; --k) {
+      if (!s.reduced[k]) continue;
+      offset += s.stride[k];
+      if (++digit[k] < s.size[k]) return;
+      offset -= digit[k] * s.stride[k];
+      digit[k] = 0;
+    }
+  };
   float sum = 0.0f;
-  for (int64_t j = first; j < last; ++j) sum = addRn(sum, in[base + offsetOver(s, true, j)]);
+  for (int64_t j = first; j < last; j += kTermPrefetch) {
+    // Positions first (arithmetic only; past the end they stay on the last term), then
+    // the loads with no branch between them, then the adds in order.
+    int64_t at[kTermPrefetch];
+#pragma unroll
+    for (int q = 0; q < kTermPrefetch; ++q) {
+      at[q] = offset;
+      if (j + q + 1 < last) advance();
+    }
+    float loaded[kTermPrefetch];
+#pragma unroll
+    for (int q = 0; q < kTermPrefetch; ++q) loaded[q] = in[base + at[q]];
+#pragma unroll
+    for (int q = 0; q < kTermPrefetch; ++q) {
+      if (j + q < last) sum = addRn(sum, loaded[q]);
+    }
+  }
   partial[t] = sum;
 }
 

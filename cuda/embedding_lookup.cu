@@ -32,7 +32,26 @@ __device__ void bagWeights(const EmbeddingLookupArgs& a, const Id* ids, int64_t 
   *any = kept;
 }
 
-// Columns are handled `kWidth` at a time (4: 16-byte loads when dim % 4 == 0).
+// Rows whose loads a lane issues before adding them.
+constexpr int kRowPrefetch = 8;
+
+// kWidth consecutive floats of a row, in one 16- or 8-byte load where kWidth allows.
+template <int kWidth>
+__device__ void loadColumns(const float* at, float* x) {
+  if (kWidth == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(at);
+    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
+  } else if (kWidth == 2) {
+    const float2 v = *reinterpret_cast<const float2*>(at);
+    x[0] = v.x; x[1] = v.y;
+  } else {
+#pragma unroll
+    for (int c = 0; c < kWidth; ++c) x[c] = at[c];
+  }
+}
+
+// Columns are handled `kWidth` at a time: 4 (16-byte loads) when dim % 4 == 0 and the row
+// has work for every lane at that width, else 2 (dim even: a dim-64 row fills the warp), else 1.
 template <typename Id, bool kWeighted, bool kClipped, int kWidth>
 __global__ void lookupKernel(EmbeddingLookupArgs a) {
   const int64_t bag = int64_t(blockIdx.x) * kBagsPerBlock + threadIdx.x / kWarp;
@@ -52,25 +71,39 @@ __global__ void lookupKernel(EmbeddingLookupArgs a) {
     float acc[kWidth];
 #pragma unroll
     for (int c = 0; c < kWidth; ++c) acc[c] = 0.0f;
-    for (int64_t j = begin; j < end; ++j) {
-      const Id id = ids[j];
-      const float w = kWeighted ? a.weights[j] : 1.0f;
-      if (!keepLookupEntry(id, w, kWeighted, a.combiner)) continue;
-      const float* row = a.table + int64_t(id) * a.dim;
-      float x[kWidth];
-      if (kWidth == 4) {
-        const float4 v = *reinterpret_cast<const float4*>(row + column);
-        x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
-      } else {
+    // The rows of kRowPrefetch ids are loaded before any is added (in id order, as the
+    // CPU): a bag's rows are independent loads, not a chain.
+    for (int64_t first = begin; first < end; first += kRowPrefetch) {
+      float x[kRowPrefetch][kWidth];
+      bool kept[kRowPrefetch];
+      float w[kRowPrefetch];
+      const float* rows[kRowPrefetch];
 #pragma unroll
-        for (int c = 0; c < kWidth; ++c) x[c] = row[column + c];
+      for (int q = 0; q < kRowPrefetch; ++q) {
+        const int64_t j = first + q;
+        kept[q] = false;
+        w[q] = 0.0f;
+        rows[q] = a.table;
+#pragma unroll
+        for (int c = 0; c < kWidth; ++c) x[q][c] = 0.0f;
+        if (j >= end) continue;
+        const Id id = ids[j];
+        w[q] = kWeighted ? a.weights[j] : 1.0f;
+        kept[q] = keepLookupEntry(id, w[q], kWeighted, a.combiner);
+        if (!kept[q]) continue;
+        rows[q] = a.table + int64_t(id) * a.dim;
+        loadColumns<kWidth>(rows[q] + column, x[q]);
       }
-      const float clipDivisor = kClipped ? clipByNormDivisor(row, a.dim, a.maxNorm) : 1.0f;
 #pragma unroll
-      for (int c = 0; c < kWidth; ++c) {
-        float value = kClipped ? clipByNorm(x[c], a.maxNorm, clipDivisor) : x[c];
-        if (kWeighted || kClipped) value = mulRn(value, w);
-        acc[c] = addRn(acc[c], value);
+      for (int q = 0; q < kRowPrefetch; ++q) {
+        if (!kept[q]) continue;
+        const float clipDivisor = kClipped ? clipByNormDivisor(rows[q], a.dim, a.maxNorm) : 1.0f;
+#pragma unroll
+        for (int c = 0; c < kWidth; ++c) {
+          float value = kClipped ? clipByNorm(x[q][c], a.maxNorm, clipDivisor) : x[q][c];
+          if (kWeighted || kClipped) value = mulRn(value, w[q]);
+          acc[c] = addRn(acc[c], value);
+        }
       }
     }
 #pragma unroll
@@ -83,8 +116,10 @@ __global__ void lookupKernel(EmbeddingLookupArgs a) {
 template <typename Id, bool kWeighted, bool kClipped>
 void launch(const EmbeddingLookupArgs& a, cudaStream_t stream) {
   const unsigned blocks = unsigned((a.batch + kBagsPerBlock - 1) / kBagsPerBlock);
-  if (a.dim % 4 == 0) {
+  if (a.dim % 4 == 0 && a.dim >= 4 * kWarp) {
     launchKernel(lookupKernel<Id, kWeighted, kClipped, 4>, blocks, kBagsPerBlock * kWarp, 0, stream, a);
+  } else if (a.dim % 2 == 0) {
+    launchKernel(lookupKernel<Id, kWeighted, kClipped, 2>, blocks, kBagsPerBlock * kWarp, 0, stream, a);
   } else {
     launchKernel(lookupKernel<Id, kWeighted, kClipped, 1>, blocks, kBagsPerBlock * kWarp, 0, stream, a);
   }
