@@ -12,7 +12,7 @@ function describeMachine(hb) {
   const report = hb.backend();
   const cpu = os.cpus()[0] ? os.cpus()[0].model.trim() : 'unknown CPU';
   let device = `CPU: ${cpu}, ${os.cpus().length} threads (pool ${report.threads}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`;
-  if (report.device === 'cuda') device += `; GPU: ${hb.currentDevice()}`;
+  if (report.device === 'cuda') device += `; GPU: ${gpuName() || hb.currentDevice()}`;
   return `${device}; node ${process.version}`;
 }
 

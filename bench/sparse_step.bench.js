@@ -17,9 +17,9 @@
 // Today a step is three native calls (lookup, backward, update); the compiled plan of
 // the training issue will make it one.
 //
-// On the CPU, the PyTorch peer (bench/peers/torch_sparse_step.py: nn.EmbeddingBag with
-// sparse=True and torch.optim.Adagrad, the same ids, shapes, learning rate and initial
-// accumulator) runs after ours when /usr/bin/python3 has torch (bench/torch_peer.js).
+// The PyTorch peer (bench/peers/torch_sparse_step.py: nn.EmbeddingBag with sparse=True and
+// torch.optim.Adagrad, the same ids, shapes, learning rate and initial accumulator) runs
+// after ours on the same device when its Python has torch (bench/torch_peer.js).
 'use strict';
 const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
@@ -89,10 +89,9 @@ async function main() {
   const workload = `step on ${device} (${rows}x${dim}, batch ${batch}, ${features} ids/example)`;
   record({ workload: `${workload} vs a copy of its bytes`, value: bytes / stepSeconds / 1e9, baseline: bytes / copySeconds / 1e9, unit: 'GB/s', baselineName: 'copy' });
 
-  if (device !== 'cpu') return;
   // 0.01: the learning rate of workloads.js's sparseAdagradStep (it does not change the work).
   const threads = hb.backend().threads;
-  const torch = runTorchPeer('torch_sparse_step.py', [rows, dim, batch, features, alpha, iters, threads, 0.01], { threads });
+  const torch = runTorchPeer('torch_sparse_step.py', [rows, dim, batch, features, alpha, iters, threads, 0.01], { threads, device });
   if (torch.error) {
     console.log(`  PyTorch peer not run (${torch.error})`);
     return;

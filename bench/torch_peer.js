@@ -1,4 +1,5 @@
 // Runs a PyTorch peer of a bench (bench/peers/<script>) the way a user's machine would:
+// HB_TORCH_PYTHON (a GPU machine's torch with CUDA, ../shared/gpu/run.sh sets it), else
 // /usr/bin/python3, this process's environment minus OPENBLAS_CORETYPE and
 // OPENBLAS_L2_SIZE (the machines these benches run on pin them for older OpenBLAS builds;
 // a user's machine has neither, and with them OpenBLAS picks a slower kernel, e.g.
@@ -8,26 +9,29 @@
 // Every peer prints one JSON line with a "blas" report (bench/peers/torch_blas.py): the
 // BLAS torch was built against and the one actually loaded. A peer on the reference
 // netlib BLAS (or on torch's own fallback loops) is not the best PyTorch a user can
-// install: the benches then print its timings but no ratio.
+// install: the benches then print its timings but no ratio. With { device: 'cuda' } the peer
+// runs on the GPU (HB_PEER_DEVICE=cuda) and reports cuBLAS instead.
 'use strict';
 const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 
-const PYTHON = '/usr/bin/python3';
+const PYTHON = process.env.HB_TORCH_PYTHON || '/usr/bin/python3';
 const PINNED = ['OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE'];
 const REFUSAL = 'ratio not printed: torch runs on the reference BLAS; install libopenblas0-pthread';
 
 /**
- * runTorchPeer('torch_matmul.py', [...], { threads }) ->
+ * runTorchPeer('torch_matmul.py', [...], { threads, device }) ->
  *   { result, blas: { library, config, core, kind, build }, reference } or { error }.
+ * device: 'cpu' (default) or a CUDA device ('cuda', 'cuda:1'), which the peer runs on.
  */
-function runTorchPeer(script, args, { threads } = {}) {
+function runTorchPeer(script, args, { threads, device = 'cpu' } = {}) {
   if (!fs.existsSync(PYTHON)) return { error: `no ${PYTHON}` };
   const env = { ...process.env };
   for (const name of PINNED) delete env[name];
   if (threads) env.OMP_NUM_THREADS = String(threads);
   env.PYTHONDONTWRITEBYTECODE = '1'; // no __pycache__ in bench/peers
+  env.HB_PEER_DEVICE = device;
   const file = path.isAbsolute(script) ? script : path.join(__dirname, 'peers', script);
   const run = spawnSync(PYTHON, [file, ...args.map(String)], { encoding: 'utf8', env, maxBuffer: 64 << 20 });
   if (run.error) return { error: String(run.error.message || run.error) };

@@ -4,7 +4,7 @@ blas_report() returns a dict the peers put under "blas" in their JSON line:
   build:     BLAS_INFO / LAPACK_INFO from torch.__config__.show() (what torch was built against)
   libraries: the BLAS libraries mapped into this process after a torch.mm (/proc/self/maps)
   library:   the one that matters (OpenBLAS / MKL / BLIS before a plain libblas)
-  kind:      openblas | mkl | blis | atlas | reference | builtin | unknown
+  kind:      openblas | mkl | blis | atlas | reference | builtin | unknown | cublas (HB_PEER_DEVICE=cuda)
   config, core: openblas_get_config() / openblas_get_corename() for OpenBLAS (MKL, BLIS: version)
   coretype_env: OPENBLAS_CORETYPE as this process saw it (None on a user's machine)
 A Debian python3-torch is built with BLAS_INFO=generic and links libblas.so.3, which is
@@ -70,7 +70,31 @@ def _string_call(library, names):
     return None
 
 
+def peer_device():
+    """The device the peer runs on: HB_PEER_DEVICE (set by bench/torch_peer.js), else the CPU."""
+    return torch.device(os.environ.get("HB_PEER_DEVICE", "cpu"))
+
+
+def synchronize(device):
+    """Waits for the device's queued work, so a timer read after it counts that work."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def blas_report():
+    device = peer_device()
+    if device.type == "cuda":
+        # On a GPU torch's matrix products run on cuBLAS whatever the CPU BLAS is.
+        return {
+            "build": _build_info(),
+            "libraries": [],
+            "library": None,
+            "kind": "cublas",
+            "config": "cuBLAS (CUDA %s) on %s" % (torch.version.cuda, torch.cuda.get_device_name(device)),
+            "core": None,
+            "coretype_env": None,
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        }
     a = torch.rand(256, 256)
     torch.mm(a, a)  # loads and runs the BLAS (lazily bound libraries show up afterwards)
     build = _build_info()

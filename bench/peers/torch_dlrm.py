@@ -1,11 +1,12 @@
-"""PyTorch's CPU DLRM training step on the shapes bench/dlrm_step.bench.js uses.
+"""PyTorch's DLRM training step on the shapes bench/dlrm_step.bench.js uses.
 
 nn.EmbeddingBag (sum, sparse gradients) per table, bottom and top MLPs, DLRM's dot
 interaction, BCE-with-logits, Adagrad (sparse for the tables; initial accumulator 0.1
 as hb-ts's). Ids: one per table and example, from the power law of hb-ts's
 Dataset.synthetic (continuous power law with exponent alpha over the ranks, floored,
 then a fixed permutation of the rows), so both sides update as many unique rows.
-Arguments: num_dense num_tables rows dim batch iters threads bottom top [alpha=1.1].
+Arguments: num_dense num_tables rows dim batch iters threads bottom top [alpha=1.1]. The
+device is HB_PEER_DEVICE's (the CPU without it); on a GPU each timed step ends with a synchronize.
 Prints one JSON line: {"torch": version, "blas": torch_blas.blas_report(), "threads": n,
 "seconds_per_step": median, "unique_rows": mean unique ids per table and step}.
 """
@@ -16,13 +17,14 @@ import time
 import torch
 import torch.nn as nn
 
-from torch_blas import blas_report
+from torch_blas import blas_report, peer_device, synchronize
 
 num_dense, num_tables, rows, dim, batch, iters, threads = (int(x) for x in sys.argv[1:8])
 bottom = [int(x) for x in sys.argv[8].split(",")]
 top = [int(x) for x in sys.argv[9].split(",")]
 alpha = float(sys.argv[10]) if len(sys.argv) > 10 else 1.1
 torch.set_num_threads(threads)
+device = peer_device()
 blas = blas_report()
 torch.manual_seed(1)
 
@@ -41,7 +43,10 @@ bottom_mlp = mlp([num_dense] + bottom, False)
 features = num_tables + 1
 pairs = features * (features - 1) // 2
 top_mlp = mlp([dim + pairs] + top, True)
-li, lj = torch.tril_indices(features, features, offset=-1)
+tables.to(device)
+bottom_mlp.to(device)
+top_mlp.to(device)
+li, lj = torch.tril_indices(features, features, offset=-1, device=device)
 sparse_opt = torch.optim.Adagrad(list(tables.parameters()), lr=0.05, initial_accumulator_value=0.1)
 dense_opt = torch.optim.Adagrad(list(bottom_mlp.parameters()) + list(top_mlp.parameters()), lr=0.05, initial_accumulator_value=0.1)
 loss_fn = nn.BCEWithLogitsLoss()
@@ -69,7 +74,7 @@ for _ in range(4):
     ids = [power_law_ids(batch, p) for p in permutations]
     offsets = torch.arange(batch)
     labels = torch.randint(0, 2, (batch, 1)).float()
-    batches.append((dense, ids, offsets, labels))
+    batches.append((dense.to(device), [i.to(device) for i in ids], offsets.to(device), labels.to(device)))
 
 
 def step(b):
@@ -89,10 +94,12 @@ def step(b):
 
 for i in range(2):
     step(batches[i % 4])
+synchronize(device)
 times = []
 for i in range(iters):
     start = time.perf_counter()
     step(batches[i % 4])
+    synchronize(device)
     times.append(time.perf_counter() - start)
 times.sort()
 unique_rows = sum(len(torch.unique(i)) for b in batches for i in b[1]) / (len(batches) * num_tables)

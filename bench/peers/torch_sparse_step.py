@@ -10,7 +10,9 @@ Ids: the bench's exactly (mulberry32 from bench/workloads.js, seeds 1, 2, 3; the
 CDF of a continuous power law with exponent alpha over ranks 1..rows; the fixed
 permutation rank -> (rank - 1) * 2654435761 mod rows), `features` per example.
 
-Arguments: rows dim batch features alpha iters threads lr.
+Arguments: rows dim batch features alpha iters threads lr. The device is HB_PEER_DEVICE's
+(bench/torch_peer.js sets it; the CPU without it): on a GPU everything lives there and each
+timed step ends with a synchronize.
 Prints one JSON line: {"torch": version, "blas": torch_blas.blas_report(), "threads": n,
 "seconds_per_step": median, "unique_rows": mean unique ids per step}.
 """
@@ -22,13 +24,14 @@ import time
 import torch
 import torch.nn as nn
 
-from torch_blas import blas_report
+from torch_blas import blas_report, peer_device, synchronize
 
 rows, dim, batch, features = (int(x) for x in sys.argv[1:5])
 alpha = float(sys.argv[5])
 iters, threads = int(sys.argv[6]), int(sys.argv[7])
 lr = float(sys.argv[8])
 torch.set_num_threads(threads)
+device = peer_device()
 blas = blas_report()
 torch.manual_seed(1)
 
@@ -55,15 +58,15 @@ def power_law_ids(n, seed):
     for i in range(n):
         rank = min(rows, math.floor(math.pow(1 + (top - 1) * random(), exponent)))
         ids[i] = (rank - 1) * 2654435761 % rows
-    return torch.tensor(ids, dtype=torch.int64)
+    return torch.tensor(ids, dtype=torch.int64, device=device)
 
 
-bag = nn.EmbeddingBag(rows, dim, mode="sum", sparse=True)
+bag = nn.EmbeddingBag(rows, dim, mode="sum", sparse=True, device=device)
 with torch.no_grad():
     nn.init.trunc_normal_(bag.weight, std=0.01, a=-0.02, b=0.02)
 optimizer = torch.optim.Adagrad(bag.parameters(), lr=lr, initial_accumulator_value=0.1)
-upstream = torch.rand(batch, dim) * 2 - 1
-offsets = torch.arange(0, batch * features, features, dtype=torch.int64)
+upstream = torch.rand(batch, dim, device=device) * 2 - 1
+offsets = torch.arange(0, batch * features, features, dtype=torch.int64, device=device)
 batches = [power_law_ids(batch * features, seed) for seed in (1, 2, 3)]
 
 
@@ -77,10 +80,12 @@ def step(ids):
 
 for i in range(2):
     step(batches[i % len(batches)])
+synchronize(device)
 times = []
 for i in range(iters):
     start = time.perf_counter()
     step(batches[i % len(batches)])
+    synchronize(device)
     times.append(time.perf_counter() - start)
 times.sort()
 unique_rows = sum(len(torch.unique(b)) for b in batches) / len(batches)
