@@ -456,13 +456,16 @@ __global__ void segmentRows(Source source, SegmentView s, int64_t width, Sink si
   }
 }
 
+// n: the segments to cover (an upper bound: the kernels read the real count); entries: how
+// many entries they hold in all.
 template <typename Source>
 void launchSegments(int device, cudaStream_t stream, const Source& source, const Segments& segments, int64_t n,
-                    int64_t width, const Sink& sink, bool wholeRows, const float* table) {
+                    int64_t entries, int64_t width, const Sink& sink, bool wholeRows, const float* table) {
   const SegmentView view = viewOf(segments);
   if (!wholeRows) {
-    // Only n / (kLongSegment + 1) segments can be long; with fewer entries there are none.
-    const int64_t mostLong = n / (kLongSegment + 1);
+    // At most entries / (kLongSegment + 1) segments are long (each holds more than
+    // kLongSegment entries), and no more than there are segments: the list's size.
+    const int64_t mostLong = std::min(n, entries / (kLongSegment + 1));
     launchKernel(segmentColumns<Source>, gridFor(n * width, kThreads, kMaxBlocks), kThreads, 0, stream, source, view, width, sink, mostLong > 0);
     check(cudaGetLastError(), "segment sum kernel");
     if (mostLong == 0) return;
@@ -665,7 +668,7 @@ RowGradients lookupBackwardTyped(int device, const EmbeddingLookupArgs& args, co
     Sink sink;
     sink.out = static_cast<float*>(out.values->data());
     sink.order = order.as<int32_t>();
-    launchSegments(device, stream, staged.source(), segments, count, dim, sink, staged.clipped, args.table);
+    launchSegments(device, stream, staged.source(), segments, count, n, dim, sink, staged.clipped, args.table);
     Scratch rows(device, size_t(count) * sizeof(int64_t));
     launchKernel(orderedRows, gridFor(count, kThreads, kMaxBlocks), kThreads, 0, stream, view, order.as<int32_t>(), count,
                                                                               rows.as<int64_t>());
@@ -703,7 +706,7 @@ void lookupBackwardApplyTyped(int device, const OptimizerHyper& h, const Optimiz
     sink.hyper = h;
     sink.target = t;
     const bool wholeRows = staged.clipped || h.kind == OptimizerKind::RowwiseAdagrad;
-    launchSegments(device, stream, staged.source(), segments, n, t.width, sink, wholeRows, t.var);
+    launchSegments(device, stream, staged.source(), segments, n, n, t.width, sink, wholeRows, t.var);
   });
   finish(stream, "fused embedding backward and update");
 }
@@ -740,7 +743,7 @@ void applyIndexedSlicesTyped(int device, const OptimizerHyper& h, const Optimize
     sink.update = true;
     sink.hyper = h;
     sink.target = t;
-    launchSegments(device, stream, SliceSource{values, t.width}, segments, n, t.width, sink,
+    launchSegments(device, stream, SliceSource{values, t.width}, segments, n, n, t.width, sink,
                    h.kind == OptimizerKind::RowwiseAdagrad, t.var);
   });
   finish(stream, "sparse optimizer update");
