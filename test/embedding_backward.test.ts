@@ -1,6 +1,6 @@
 import * as hb from '../lib';
 import { native } from '../lib/native';
-import { describeCuda } from './support/devices';
+import { cudaEmulated, describeCuda, loadedAddonPath } from './support/devices';
 import { CombinerName, lookupReference, randomRagged, randomSource } from './support/reference';
 
 const f = Math.fround;
@@ -526,6 +526,39 @@ describeCuda('sparse gradients on CUDA at the edges', () => {
     expect(gpu.indices).toEqual(cpu.indices);
     expect(bitsOf(gpu.values).equals(bitsOf(cpu.values))).toBe(true);
     cpu.state.forEach((x, i) => expect(bitsOf(gpu.state[i]).equals(bitsOf(x))).toBe(true));
+  });
+
+  test('in a child process: more long rows than segments / 65 in the unfused backward end with the CPU\'s gradient, not a crash', () => {
+    // Once crashed: the long rows' list was sized by the segment count / 65 (here 130 / 65 = 2
+    // slots for 130 long rows) and written past its end.
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const script = `
+      const hb = require(${JSON.stringify(require.resolve('../dist'))});
+      (async () => {
+        const rows = 130, dim = 8, batch = 4000, perBag = 4;
+        const ids = new BigInt64Array(batch * perBag);
+        let x = 7;
+        for (let i = 0; i < ids.length; i++) { x = (Math.imul(x, 1664525) + 1013904223) >>> 0; ids[i] = BigInt(x % rows); }
+        const splits = Int32Array.from({ length: batch + 1 }, (_, i) => i * perBag);
+        const upstream = Float32Array.from({ length: batch * dim }, (_, i) => ((i * 37) % 101) / 101 - 0.5);
+        const bits = [];
+        for (const device of ['cpu', ${JSON.stringify(cudaEmulated ? 'cuda-emulated' : 'cuda')}]) {
+          hb.setDevice(device);
+          const table = hb.variable(hb.initializers.zeros(), { shape: [rows, dim] });
+          const g = await hb.nn.embeddingLookupSparseGrad(table, hb.ragged(ids, splits), hb.tensor(upstream, [batch, dim]), { combiner: 'sum' });
+          const values = await g.values.data();
+          bits.push(Array.from(g.indices).join(',') + '|' + Buffer.from(values.buffer, values.byteOffset, values.byteLength).toString('hex'));
+        }
+        console.log(bits[0] === bits[1] ? 'equal' : 'different');
+      })().catch((e) => { console.error(e); process.exit(1); });
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, HB_ADDON: loadedAddonPath() },
+      timeout: 60_000,
+    });
+    expect({ signal: r.signal, status: r.status, stderr: r.stderr.trim() }).toEqual({ signal: null, status: 0, stderr: '' });
+    expect(r.stdout.trim()).toBe('equal');
   });
 
   const cudaFusedCases: FusedCase[] = [
