@@ -16,6 +16,7 @@
 #   bash .gpu-bundle/gpu-check.sh profile [batch]   there: ncu.csv, one row per kernel shape.
 #
 # Limits (seconds): TEST_LIMIT (default 150), BENCH_LIMIT per bench (default 60), NCU_LIMIT (120).
+# BENCHES='a.bench.js --opt 1;b.bench.js' picks the benches of `check`.
 set -o pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -54,7 +55,9 @@ case "$mode" in
     grep -E "^FAIL" "$out/test.log" | sort -u
     export HB_BENCH_RESULTS=$out/records.jsonl
     in_bundle node bench/machine.js 2>/dev/null | tail -1 > "$out/machine.json"
-    for bench in "sparse_step.bench.js" "dlrm_step.bench.js" "dlrm_step.bench.js --batch 65536 --steps 10" "embedding.bench.js"; do
+    # BENCHES: a ';'-separated list to run instead of the default four.
+    IFS=';' read -r -a benches <<< "${BENCHES:-sparse_step.bench.js;dlrm_step.bench.js;dlrm_step.bench.js --batch 65536 --steps 10;embedding.bench.js}"
+    for bench in "${benches[@]}"; do
       echo "=== $bench" | tee -a "$out/bench.log"
       # shellcheck disable=SC2086
       timeout -k 5 "${BENCH_LIMIT:-60}" bash "$root/.gpu-bundle/run.sh" node bench/$bench 2>&1 | grep -v '^node \|^GPU [0-9]' | tee -a "$out/bench.log"
