@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,30 @@ void release(int device, void* pointer) noexcept;
 // Gives the memory the device's pool kept for reuse back to the driver (the device's
 // executor calls it once it has been idle for a while).
 void releaseIdleDeviceMemory(int device) noexcept;
+
+// Device address space reserved once and backed with memory from its start as it is
+// needed (CUDA's virtual memory management, reached through the runtime's driver entry
+// points): a dynamic table's rows on a device keep their addresses as the table grows,
+// and its memory follows the rows made, as the host table's lazily committed pages do.
+struct DeviceSpace;
+std::shared_ptr<DeviceSpace> reserveDeviceSpace(int device, size_t bytes);
+void* deviceSpaceBase(const DeviceSpace& space);
+// Backs at least [base, base + bytes): memory is mapped in steps of at least a quarter of
+// what is backed already (and the device's granularity), so growth row by row stays cheap.
+void backDeviceSpace(DeviceSpace& space, size_t bytes);
+size_t deviceSpaceBacked(const DeviceSpace& space);
+
+// Rows of a [*, width] float32 table in device memory, named by host row lists
+// (cuda/table_rows.cu); the CPU does the same in native/embedding/dynamic_table.cc.
+// Element j of rows[k] <- fillValue(spec, ids[k] * width + j): row ids[k] of a table made
+// with `spec` (ids null: element j of row 0, which a constant spec needs).
+void initRows(int device, float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n,
+              const FillSpec& spec);
+// rows[k] of `table` <- hostRows[k]; hostRows[k] <- rows[k] of `table`.
+void writeRows(int device, float* table, int64_t width, const int64_t* rows, int64_t n, const float* hostRows);
+void readRows(int device, const float* table, int64_t width, const int64_t* rows, int64_t n, float* hostRows);
+// rows[k] of `table` <- values[k], values in device memory (a gradient's rows put in place).
+void placeRows(int device, float* table, int64_t width, const int64_t* rows, int64_t n, const float* values);
 
 void copyToDevice(int device, void* dst, const void* src, size_t bytes);
 void copyToHost(int device, void* dst, const void* src, size_t bytes);

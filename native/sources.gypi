@@ -101,6 +101,8 @@
     ],
     "hb_cuda_sources": [
       "cuda/cuda_runtime.cu",
+      "cuda/device_space.cu",
+      "cuda/table_rows.cu",
       "cuda/embedding_lookup.cu",
       "cuda/random_fill.cu",
       "cuda/unique_partition.cu",

@@ -3,7 +3,9 @@
 // stream order holds trivially), and errors as the runtime reports them. Device memory
 // is tracked allocation by allocation, so a copy or memset that runs past an allocation,
 // a free of a pointer that is not one, and a double free are errors here as on a GPU.
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <map>
@@ -41,9 +43,26 @@ size_t deviceCapacity() {
   return capacity;
 }
 
+struct Mapping {
+  size_t bytes;
+  CUmemGenericAllocationHandle handle;
+};
+struct PhysicalMemory {
+  size_t bytes;
+  int mappings = 0;
+  bool released = false;
+};
+
 struct Memory {
   std::mutex mutex;
   std::map<uintptr_t, size_t> allocations;  // start -> bytes
+  // Virtual memory management: reserved ranges (start -> bytes), the memory made by
+  // cuMemCreate, and what is mapped where. A mapping is also in `allocations`, merged
+  // with the mapping that ends where it starts, so copies may span mappings as on a GPU.
+  std::map<uintptr_t, size_t> reservations;
+  std::map<CUmemGenericAllocationHandle, PhysicalMemory> physical;
+  std::map<uintptr_t, Mapping> mappings;
+  CUmemGenericAllocationHandle nextHandle = 1;
   size_t used = 0;
   std::set<CUstream_st*> streams;
   std::set<const CUevent_st*> events;
@@ -462,5 +481,171 @@ cudaError_t cudaMemset2DAsync(void* pointer, size_t pitch, int value, size_t wid
     return invalid("cudaMemset2D: the rows are not inside one device allocation");
   }
   for (size_t row = 0; row < height; ++row) std::memset(static_cast<char*>(pointer) + row * pitch, value, width);
+  return cudaSuccess;
+}
+
+// ---- Virtual memory management (the driver entry points cuda/device_space.cu asks for) ----
+// Reserved ranges are host address space with no access; mapping one makes its pages
+// readable and writable (poisoned when asked, as fresh device memory holds garbage), so
+// a kernel that runs past the mapped rows faults here as on a GPU.
+namespace {
+
+constexpr size_t kGranularity = size_t(2) << 20;
+
+uintptr_t address(CUdeviceptr p) { return uintptr_t(p); }
+
+CUresult emulatedGranularity(size_t* granularity, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags) {
+  if (!granularity || !prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+      prop->location.id < 0 || prop->location.id >= kDevices) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *granularity = kGranularity;
+  return CUDA_SUCCESS;
+}
+
+CUresult emulatedAddressReserve(CUdeviceptr* ptr, size_t bytes, size_t alignment, CUdeviceptr fixed, unsigned long long flags) {
+  if (!ptr || bytes == 0 || bytes % kGranularity != 0 || fixed != 0 || flags != 0 || (alignment != 0 && alignment > kGranularity)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.reservations[reinterpret_cast<uintptr_t>(p)] = bytes;
+  *ptr = CUdeviceptr(reinterpret_cast<uintptr_t>(p));
+  return CUDA_SUCCESS;
+}
+
+CUresult emulatedAddressFree(CUdeviceptr ptr, size_t bytes) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  auto found = m.reservations.find(address(ptr));
+  if (found == m.reservations.end() || found->second != bytes) return CUDA_ERROR_INVALID_VALUE;
+  // Freed with mappings still in it: refused, as the driver does.
+  auto inside = m.mappings.lower_bound(address(ptr));
+  if (inside != m.mappings.end() && inside->first < address(ptr) + bytes) return CUDA_ERROR_INVALID_VALUE;
+  munmap(reinterpret_cast<void*>(address(ptr)), bytes);
+  m.reservations.erase(found);
+  return CUDA_SUCCESS;
+}
+
+CUresult emulatedCreate(CUmemGenericAllocationHandle* handle, size_t bytes, const CUmemAllocationProp* prop, unsigned long long flags) {
+  size_t g = 0;
+  if (!handle || flags != 0 || emulatedGranularity(&g, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || bytes == 0 ||
+      bytes % kGranularity != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (m.used + bytes > deviceCapacity()) return CUDA_ERROR_OUT_OF_MEMORY;
+  m.used += bytes;
+  *handle = m.nextHandle++;
+  m.physical[*handle] = PhysicalMemory{bytes};
+  return CUDA_SUCCESS;
+}
+
+// Called with the lock held: the memory goes once it is released and mapped nowhere.
+void freeIfUnused(Memory& m, CUmemGenericAllocationHandle handle) {
+  auto found = m.physical.find(handle);
+  if (found == m.physical.end() || !found->second.released || found->second.mappings > 0) return;
+  m.used -= found->second.bytes;
+  m.physical.erase(found);
+}
+
+CUresult emulatedRelease(CUmemGenericAllocationHandle handle) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  auto found = m.physical.find(handle);
+  if (found == m.physical.end() || found->second.released) return CUDA_ERROR_INVALID_VALUE;
+  found->second.released = true;
+  freeIfUnused(m, handle);
+  return CUDA_SUCCESS;
+}
+
+bool insideReservation(const Memory& m, uintptr_t start, size_t bytes) {
+  auto after = m.reservations.upper_bound(start);
+  if (after == m.reservations.begin()) return false;
+  const auto& [base, size] = *std::prev(after);
+  return start >= base && bytes <= size && start - base <= size - bytes;
+}
+
+CUresult emulatedMap(CUdeviceptr ptr, size_t bytes, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  auto found = m.physical.find(handle);
+  const uintptr_t at = address(ptr);
+  if (found == m.physical.end() || found->second.released || offset != 0 || flags != 0 || bytes != found->second.bytes ||
+      !insideReservation(m, at, bytes)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto next = m.mappings.lower_bound(at);
+  if (next != m.mappings.end() && next->first < at + bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (next != m.mappings.begin() && std::prev(next)->first + std::prev(next)->second.bytes > at) return CUDA_ERROR_INVALID_VALUE;
+  void* p = reinterpret_cast<void*>(at);
+  if (mprotect(p, bytes, PROT_READ | PROT_WRITE) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (emulationOptions().poison) std::memset(p, 0xff, bytes);
+  m.mappings[at] = Mapping{bytes, handle};
+  ++found->second.mappings;
+  // One device range with the mapping ending where this one starts.
+  auto before = m.allocations.upper_bound(at);
+  if (before != m.allocations.begin() && std::prev(before)->first + std::prev(before)->second == at &&
+      insideReservation(m, std::prev(before)->first, 1)) {
+    std::prev(before)->second += bytes;
+  } else {
+    m.allocations[at] = bytes;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult emulatedUnmap(CUdeviceptr ptr, size_t bytes) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const uintptr_t at = address(ptr);
+  auto found = m.mappings.find(at);
+  // Only a whole mapping, as the driver asks.
+  if (found == m.mappings.end() || found->second.bytes != bytes) return CUDA_ERROR_INVALID_VALUE;
+  const CUmemGenericAllocationHandle handle = found->second.handle;
+  m.mappings.erase(found);
+  // Cut [at, at + bytes) out of the device range holding it.
+  auto range = std::prev(m.allocations.upper_bound(at));
+  const uintptr_t start = range->first;
+  const size_t size = range->second;
+  m.allocations.erase(range);
+  if (start < at) m.allocations[start] = at - start;
+  if (at + bytes < start + size) m.allocations[at + bytes] = start + size - (at + bytes);
+  void* p = reinterpret_cast<void*>(at);
+  madvise(p, bytes, MADV_DONTNEED);
+  mprotect(p, bytes, PROT_NONE);
+  --m.physical[handle].mappings;
+  freeIfUnused(m, handle);
+  return CUDA_SUCCESS;
+}
+
+CUresult emulatedSetAccess(CUdeviceptr ptr, size_t bytes, const CUmemAccessDesc* desc, size_t count) {
+  if (!desc || count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc->location.id < 0 ||
+      desc->location.id >= kDevices || desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return isDeviceRange(reinterpret_cast<const void*>(address(ptr)), bytes) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // namespace
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** function, unsigned int, unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult* status) {
+  if (!symbol || !function || flags != cudaEnableDefault) return remember(cudaErrorInvalidValue);
+  const std::map<std::string, void*> known{
+      {"cuMemGetAllocationGranularity", reinterpret_cast<void*>(&emulatedGranularity)},
+      {"cuMemAddressReserve", reinterpret_cast<void*>(&emulatedAddressReserve)},
+      {"cuMemAddressFree", reinterpret_cast<void*>(&emulatedAddressFree)},
+      {"cuMemCreate", reinterpret_cast<void*>(&emulatedCreate)},
+      {"cuMemRelease", reinterpret_cast<void*>(&emulatedRelease)},
+      {"cuMemMap", reinterpret_cast<void*>(&emulatedMap)},
+      {"cuMemUnmap", reinterpret_cast<void*>(&emulatedUnmap)},
+      {"cuMemSetAccess", reinterpret_cast<void*>(&emulatedSetAccess)},
+  };
+  auto found = known.find(symbol);
+  *function = found == known.end() ? nullptr : found->second;
+  if (status) *status = found == known.end() ? cudaDriverEntryPointSymbolNotFound : cudaDriverEntryPointSuccess;
   return cudaSuccess;
 }

@@ -118,8 +118,12 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, size_t bytes) {
 void releaseIdleHostMemory() { hostCache().clear(); }
 
 std::shared_ptr<Buffer> Buffer::wrapHost(void* data, size_t bytes, std::function<void()> release) {
+  return wrap(data, bytes, Device::cpu(), std::move(release));
+}
+
+std::shared_ptr<Buffer> Buffer::wrap(void* data, size_t bytes, Device device, std::function<void()> release) {
   if (!release) release = [] {};
-  return std::shared_ptr<Buffer>(new Buffer(data, bytes, Device::cpu(), std::move(release)));
+  return std::shared_ptr<Buffer>(new Buffer(data, bytes, device, std::move(release)));
 }
 
 Buffer::~Buffer() {

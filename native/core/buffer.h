@@ -17,6 +17,8 @@ class Buffer {
   static std::shared_ptr<Buffer> allocate(Device device, size_t bytes);
   // Views `data` without copying; `release` runs when the last reference goes.
   static std::shared_ptr<Buffer> wrapHost(void* data, size_t bytes, std::function<void()> release);
+  // Views memory on `device` (a dynamic table's rows on a GPU); `release` as for wrapHost.
+  static std::shared_ptr<Buffer> wrap(void* data, size_t bytes, Device device, std::function<void()> release);
 
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;

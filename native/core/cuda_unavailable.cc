@@ -26,6 +26,14 @@ void bindThreadToDevice(int) {}
 void* allocate(int, size_t) { notCompiled(); }
 void release(int, void*) noexcept {}
 void releaseIdleDeviceMemory(int) noexcept {}
+std::shared_ptr<DeviceSpace> reserveDeviceSpace(int, size_t) { notCompiled(); }
+void* deviceSpaceBase(const DeviceSpace&) { notCompiled(); }
+void backDeviceSpace(DeviceSpace&, size_t) { notCompiled(); }
+size_t deviceSpaceBacked(const DeviceSpace&) { notCompiled(); }
+void initRows(int, float*, int64_t, const int64_t*, const int64_t*, int64_t, const FillSpec&) { notCompiled(); }
+void writeRows(int, float*, int64_t, const int64_t*, int64_t, const float*) { notCompiled(); }
+void readRows(int, const float*, int64_t, const int64_t*, int64_t, float*) { notCompiled(); }
+void placeRows(int, float*, int64_t, const int64_t*, int64_t, const float*) { notCompiled(); }
 void copyToDevice(int, void*, const void*, size_t) { notCompiled(); }
 void copyToHost(int, void*, const void*, size_t) { notCompiled(); }
 void copyDeviceToDevice(int, void*, const void*, size_t) { notCompiled(); }

@@ -154,6 +154,17 @@ cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t
 cudaError_t cudaMemset2DAsync(void* pointer, size_t pitch, int value, size_t width, size_t height,
                               cudaStream_t stream = nullptr);
 
+// The driver's entry points (cuda/device_space.cu asks for its virtual memory calls):
+// the emulated runtime knows the cuMem* functions of cuda/emulation/include/cuda.h.
+enum cudaDriverEntryPointQueryResult {
+  cudaDriverEntryPointSuccess = 0,
+  cudaDriverEntryPointSymbolNotFound = 1,
+  cudaDriverEntryPointVersionNotSufficent = 2,
+};
+#define cudaEnableDefault 0x0
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** function, unsigned int cudaVersion,
+                                             unsigned long long flags, cudaDriverEntryPointQueryResult* status = nullptr);
+
 template <typename T>
 cudaError_t cudaMalloc(T** pointer, size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(pointer), bytes);
