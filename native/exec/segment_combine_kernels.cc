@@ -5,12 +5,19 @@
 // order are the fused lookup's (native/kernels/embedding_lookup_cpu_impl.h), so both give
 // the same bits. segment_combine_grad is its gradient with respect to the rows:
 // contributions summed per row in entry order, as the fused backward does.
+//
+// Rows on a device (a dynamic table's rows gathered on the GPU) are combined there: the
+// combine is the lookup over the gathered rows with idx as its ids, so the device runs
+// the fused lookup's CUDA kernels and their backward, which give the CPU's bits.
 #include <algorithm>
 #include <cstring>
 
+#include "cuda/cuda_backend.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
+#include "native/embedding/embedding_lookup.h"
 #include "native/exec/kernel_def.h"
+#include "native/train/embedding_backward.h"
 #include "native/exec/ragged_checks.h"
 #include "native/kernels/embedding_combine.h"
 #include "native/kernels/lookup_gradient.h"
@@ -47,6 +54,38 @@ int64_t checkSegments(const KernelArgs& args, const Tensor& splits, int64_t rows
   return entries;
 }
 
+// The combine as a lookup of `table` (the gathered rows, or a stand-in of their shape for
+// the backward): entry j reads row idx[j] (j itself without idx).
+SparseLookupRequest entryLookup(const KernelArgs& args, const Tensor& table, bool hasIdx, bool weighted, size_t weightsIndex) {
+  SparseLookupRequest r;
+  r.name = args.name;
+  r.table = table;
+  r.rowSplits = args.in[1];
+  r.combiner = Combiner(int32_t(args.attrs[0]));
+  if (hasIdx) {
+    r.ids = args.in[2];
+  } else {
+    const int64_t entries = table.shape[0];
+    r.ids = Tensor{Buffer::allocate(Device::cpu(), size_t(std::max<int64_t>(entries, 1)) * 4), DType::Int32, {entries}};
+    for (int64_t j = 0; j < entries; ++j) r.ids.data<int32_t>()[j] = int32_t(j);
+  }
+  r.hasWeights = weighted;
+  if (weighted) r.weights = args.in[weightsIndex];
+  return r;
+}
+
+// Host memory for a result whose place is `out`: out itself, or a host buffer to copy there.
+Tensor hostSide(const Tensor& out) {
+  if (!out.device().isCuda()) return out;
+  Tensor t{nullptr, out.dtype, out.shape};
+  t.buffer = Buffer::allocate(Device::cpu(), std::max<size_t>(out.bytes(), 1));
+  return t;
+}
+
+void copyBack(const Tensor& host, const Tensor& out) {
+  if (host.buffer != out.buffer && out.bytes()) copyBytes(out.buffer->data(), out.device(), host.buffer->data(), Device::cpu(), out.bytes());
+}
+
 void segmentCombineKernel(KernelArgs& args) {
   const Tensor& rows = args.in[0];
   const Tensor& splits = args.in[1];
@@ -62,11 +101,17 @@ void segmentCombineKernel(KernelArgs& args) {
                 " rows but the batch has ", out.shape.empty() ? 0 : out.shape[0]);
   HB_CHECK_CODE(out.shape[1] == dim, Shape, args.name, ": the output must be [", batch, ", ", dim, "], got ",
                 out.shapeString());
-  const float* r = rows.data<float>();
+  if (rows.device().isCuda() && out.device() == rows.device()) {
+    runSparseLookupInto(entryLookup(args, rows, hasIdx, weighted, 3), out);
+    return;
+  }
+  const Tensor hostRows = onDevice(rows, Device::cpu());
+  const Tensor result = hostSide(out);
+  const float* r = hostRows.data<float>();
   const int32_t* s = splits.data<int32_t>();
   const EntryRows entry{hasIdx ? args.in[2].data<int32_t>() : nullptr};
   const float* w = weighted ? args.in[3].data<float>() : nullptr;
-  float* o = out.data<float>();
+  float* o = result.data<float>();
   parallelFor(batch, 64, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       float* acc = o + b * dim;
@@ -89,6 +134,7 @@ void segmentCombineKernel(KernelArgs& args) {
       }
     }
   });
+  copyBack(result, out);
 }
 
 // inputs: dy [batch, dim], rowSplits, idx?, weights?, rowIds? (the ids of the forward's
@@ -108,9 +154,20 @@ void segmentCombineGradKernel(KernelArgs& args) {
   const int64_t rows = hasIdx ? (args.in[4].shape.empty() ? 1 : args.in[4].shape[0]) : entries;
   checkSegments(args, splits, rows, hasIdx, weighted, 2, 3);
   Tensor& out = allocateOutput(args, 0, {rows, dim});
-  float* o = out.data<float>();
-  if (out.bytes()) std::memset(o, 0, out.bytes());
-  const float* g = dy.data<float>();
+  if (dy.device().isCuda() && out.device() == dy.device()) {
+    // The lookup's backward over a table of the rows' shape (out stands in: with no
+    // clipping the backward reads no row), then each distinct row's sum put in place.
+    const LookupGradient g = runLookupBackward(entryLookup(args, out, hasIdx, weighted, 3), dy);
+    const int device = out.device().index;
+    if (g.indices.size() < rows) cuda::fill(device, out.data<float>(), rows * dim, FillSpec{});
+    cuda::placeRows(device, out.data<float>(), dim, g.indices.data<int64_t>(), g.indices.size(), g.values.data<float>());
+    return;
+  }
+  const Tensor hostGrad = onDevice(dy, Device::cpu());
+  const Tensor result = hostSide(out);
+  float* o = result.data<float>();
+  if (result.bytes()) std::memset(o, 0, result.bytes());
+  const float* g = hostGrad.data<float>();
   const int32_t* s = splits.data<int32_t>();
   const EntryRows entry{hasIdx ? args.in[2].data<int32_t>() : nullptr};
   const float* w = weighted ? args.in[3].data<float>() : nullptr;
@@ -131,18 +188,19 @@ void segmentCombineGradKernel(KernelArgs& args) {
       for (int64_t k = 0; k < dim; ++k) row[k] = addRn(row[k], lookupGradContribution(gb[k], weighted, combiner, f, weight));
     }
   }
+  copyBack(result, out);
 }
 
 std::vector<std::string> combinerNames() { return {std::begin(kCombinerNames), std::end(kCombinerNames)}; }
 
 }  // namespace
 
-HB_REGISTER_KERNEL(KernelDef("segment_combine", segmentCombineKernel, KernelPlacement::Host)
-                       .input("rows", f32()).input("rowSplits", i32()).optionalInput("idx", i32())
-                       .optionalInput("weights", f32()).output("out", f32()).enumeration("combiner", combinerNames()));
-HB_REGISTER_KERNEL(KernelDef("segment_combine_grad", segmentCombineGradKernel, KernelPlacement::Host)
-                       .input("dy", f32()).input("rowSplits", i32()).optionalInput("idx", i32())
-                       .optionalInput("weights", f32()).optionalInput("rowIds", ids()).sizedOutput("dRows", f32())
+HB_REGISTER_KERNEL(KernelDef("segment_combine", segmentCombineKernel, KernelPlacement::Any)
+                       .input("rows", f32()).hostInput("rowSplits", i32()).hostInput("idx", i32(), true)
+                       .hostInput("weights", f32(), true).output("out", f32()).enumeration("combiner", combinerNames()));
+HB_REGISTER_KERNEL(KernelDef("segment_combine_grad", segmentCombineGradKernel, KernelPlacement::Any)
+                       .input("dy", f32()).hostInput("rowSplits", i32()).hostInput("idx", i32(), true)
+                       .hostInput("weights", f32(), true).hostInput("rowIds", ids(), true).sizedOutput("dRows", f32())
                        .enumeration("combiner", combinerNames()));
 
 }  // namespace hb
