@@ -273,6 +273,8 @@ export interface NativeAddon {
   // Dynamic embedding tables (native/embedding/dynamic_table.h; lib/embedding/dynamic_table.ts).
   dynamicTableCreate(spec: {
     name: string; dim: number; init: NativeFillSpec; capacityRows?: number; admitMinCount: number; evictAfterSteps: number; maxRows: number;
+    /** Where the rows live ('cpu' when absent); the hash index is in host memory either way. */
+    device?: string;
   }): { id: number; handle: NativeTensorHandle; values: NativeTensorHandle; capacityRows: number };
   dynamicTableAddSlot(id: number, initial: number, perRow: boolean): NativeTensorHandle;
   dynamicTableStats(id: number): NativeDynamicTableStats;

@@ -5,7 +5,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as hb from '../lib';
-import { describeCuda, pinDevice } from './support/devices';
+import { cudaAvailable, describeCuda, pinDevice } from './support/devices';
 import { cliPath, killAll, repoRoot, runNode } from './support/processes';
 
 pinDevice('cpu');
@@ -319,7 +319,7 @@ describe('dynamic tables', () => {
     expect(() => fc.indicatorColumn(fc.categoricalColumnWithIdentity('id'))).toThrow(/'id' has no numBuckets/);
     expect(() => column({ embAdmitMinCount: 0 })).toThrow(/embAdmitMinCount/);
     expect(() => column({ embMaxRows: -1 })).toThrow(/embMaxRows/);
-    expect(() => column({ embDevice: 'cuda:0' }).embeddingTable).toThrow(/host memory/);
+    if (!cudaAvailable) expect(() => column({ embDevice: 'cuda:0' }).variable).toThrow(/dynamicTableCreate: device.*cuda/i);
     expect(() => column({ initializer: hb.initializers.constant([[1, 2, 3, 4]]) }).variable).toThrow(/is dynamic: its rows are made on first use.*pretrained/);
     expect(() => fc.categoricalColumnWithIdentity('id', undefined, 3)).toThrow(/defaultValue needs numBuckets/);
     expect(() => fc.categoricalColumnWithIdentity('id').transform({ id: Int32Array.of(1) })).toThrow(/no numBuckets/);
@@ -330,16 +330,14 @@ describe('dynamic tables', () => {
   });
 });
 
-// The native table under what a sharded step sends it (an id repeated, once per rank that
-// looked it up) and under failures that must leave it as it was.
 describeCuda('a dynamic table under a model on CUDA', () => {
-  // The table stays in host memory (its hash index and rows are host structures); the
-  // dense layers and the loss run on the device, the rows cross each step.
-  async function trainOn(device: hb.DeviceSpec, makeOptimizer: () => hb.train.Optimizer) {
-    const col = column({ embAdmitMinCount: 1 });
+  // By default the rows live on the device (address space reserved there, backed as rows
+  // are made) and the hash index on the host; embDevice 'cpu' keeps the rows in host memory.
+  async function trainOn(device: hb.DeviceSpec, makeOptimizer: () => hb.train.Optimizer, options: Record<string, unknown> = {}, modelDir = tempDir()) {
+    const col = column({ embAdmitMinCount: 1, ...options });
     const estimator = new hb.estimator.Estimator({
       modelFn: modelFnFor(col, makeOptimizer),
-      modelDir: tempDir(),
+      modelDir,
       config: new hb.estimator.RunConfig({ device, log: () => undefined, progressBar: false, saveCheckpointsSteps: 1000, tfRandomSeed: 3 }),
     });
     const losses: number[] = [];
@@ -348,32 +346,161 @@ describeCuda('a dynamic table under a model on CUDA', () => {
     return { estimator, col, losses, rows: await rowsOf(col.embeddingTable, [0, 1, 2, 3, 5, 9, -7, 2n ** 62n]) };
   }
 
+  /** Within 1e-6: the dense layer and the loss run on cuBLAS and the GPU's math library (bit-equal on the emulated device). */
+  function expectClose(got: ArrayLike<number>, want: ArrayLike<number>) {
+    expect(got.length).toBe(want.length);
+    Array.from(got).forEach((x, i) => expect(Math.abs(x - want[i])).toBeLessThan(1e-6));
+  }
+
   test.each([
-    ['Adagrad', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 })],
-    ['Adam (lazy)', () => new hb.train.AdamOptimizer({ learningRate: 0.05, lazy: true })],
-  ])('trains to the CPU run\'s rows and losses (%s)', async (_name, makeOptimizer) => {
-    const gpu = await trainOn('cuda', makeOptimizer);
-    const cpu = await trainOn('cpu', makeOptimizer);
-    expect(gpu.estimator.device).toBe('cuda:0');
-    expect((gpu.col.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(8);
-    gpu.losses.forEach((loss, i) => expect(Math.abs(loss - cpu.losses[i])).toBeLessThan(1e-6));
-    gpu.rows.forEach((x, i) => expect(Math.abs(x - cpu.rows[i])).toBeLessThan(1e-6));
+    ['Adagrad, sum', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 }), 'sum'],
+    ['Adam (lazy), mean', () => new hb.train.AdamOptimizer({ learningRate: 0.05, lazy: true }), 'mean'],
+    ['GradientDescent, sqrtn', () => new hb.train.GradientDescentOptimizer({ learningRate: 0.5 }), 'sqrtn'],
+  ])("trains to the CPU run's rows and losses, its rows on the device or in host memory (%s)", async (_name, makeOptimizer, combiner) => {
+    const cpu = await trainOn('cpu', makeOptimizer, { combiner });
+    for (const embDevice of ['', 'cpu']) {
+      const gpu = await trainOn('cuda', makeOptimizer, { embDevice, combiner });
+      expect(gpu.estimator.device).toBe('cuda:0');
+      expect(gpu.col.embeddingTable.variable.device).toBe(embDevice === 'cpu' ? 'cpu' : 'cuda:0');
+      expect((gpu.col.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(8);
+      expectClose(gpu.losses, cpu.losses);
+      expectClose(gpu.rows, cpu.rows);
+    }
+  });
+
+  test('segment_combine and its gradient run on the device with the host kernels\' bits (weights, every combiner)', async () => {
+    const { native } = require('../lib/native') as typeof import('../lib/native');
+    const dim = 5;
+    const rows = Float32Array.from({ length: 7 * dim }, (_, i) => Math.sin(i * 1.7) * 3);
+    const splits = Int32Array.of(0, 3, 3, 7, 8);
+    const idx = Int32Array.of(4, 0, 4, 6, 1, 2, 5, 3);
+    const weights = Float32Array.of(0.5, 2, 1.25, 3, 0.75, 1, 2.5, 0.1);
+    const dy = Float32Array.from({ length: 4 * dim }, (_, i) => Math.cos(i * 0.9));
+    const ids = BigInt64Array.from({ length: 7 }, (_, i) => BigInt(i * 10));
+    const on = (device: string) => {
+      const t = (a: Int32Array | Float32Array | BigInt64Array, shape: number[], where = 'cpu') => native.tensorFromTypedArray(a, shape, where);
+      return { rows: t(rows, [7, dim], device), dy: t(dy, [4, dim], device), splits: t(splits, [5]), idx: t(idx, [8]), weights: t(weights, [8]), ids: t(ids, [7]) };
+    };
+    for (const combiner of ['sum', 'mean', 'sqrtn']) {
+      const results = [];
+      for (const device of ['cuda', 'cpu']) {
+        const x = on(device);
+        const [out] = await native.kernelRun('segment_combine', [x.rows, x.splits, x.idx, x.weights], [[4, dim]], { combiner }, 'seg');
+        const [grad] = await native.kernelRun('segment_combine_grad', [x.dy, x.splits, x.idx, x.weights, x.ids], [{ dtype: 'float32' }], { combiner }, 'seg_grad');
+        results.push({ device: [out!.device, grad!.device], out: Array.from((await native.tensorData(out!)) as Float32Array), grad: Array.from((await native.tensorData(grad!)) as Float32Array) });
+      }
+      expect(results[0].device).toEqual(['cuda:0', 'cuda:0']);
+      expect(results[0].out).toEqual(results[1].out);
+      expect(results[0].grad).toEqual(results[1].grad);
+    }
+  });
+
+  test('ids not admitted yet read zeros and get no update on the device', async () => {
+    const gpu = await trainOn('cuda', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 }), { embAdmitMinCount: 2 });
+    const cpu = await trainOn('cpu', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 }), { embAdmitMinCount: 2 });
+    expect(gpu.col.embeddingTable.variable.device).toBe('cuda:0');
+    expect(gpu.col.embeddingTable.stats()).toMatchObject({ rows: (cpu.col.embeddingTable.stats() as hb.DynamicTableStats).rows });
+    expectClose(gpu.rows, cpu.rows);
+    // 2^62 was seen once: no row, zeros.
+    expect(Array.from(gpu.rows.slice(7 * DIM))).toEqual([0, 0, 0, 0]);
+  });
+
+  test('a checkpoint of rows on the device restores on the device and in host memory', async () => {
+    const dir = tempDir();
+    const trained = await trainOn('cuda', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 }), {}, dir);
+    await trained.estimator.saveCheckpoint();
+    for (const device of ['cuda', 'cpu'] as const) {
+      const col = column({ embAdmitMinCount: 1 });
+      const restored = new hb.estimator.Estimator({
+        modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.3 })),
+        modelDir: dir,
+        config: new hb.estimator.RunConfig({ device, log: () => undefined, progressBar: false }),
+      });
+      await restored.evaluate(() => batchesOf([[1]]));
+      expect(col.embeddingTable.variable.device).toBe(device === 'cuda' ? 'cuda:0' : 'cpu');
+      expect(Array.from(await rowsOf(col.embeddingTable, [0, 1, 2, 3, 5, 9, -7, 2n ** 62n]))).toEqual(Array.from(trained.rows));
+    }
+  });
+
+  test('the memory plan puts the rows on the device and the index in host memory', async () => {
+    const col = column();
+    const estimator = new hb.estimator.Estimator({
+      modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.3 })),
+      modelDir: tempDir(),
+      config: new hb.estimator.RunConfig({ device: 'cuda', log: () => undefined, progressBar: false }),
+    });
+    const plan = await hb.estimator.memoryPlan(estimator, batchesOf([[1, 2, 3]])[0]);
+    const table = plan.tables.find((t) => t.kind === 'dynamic')!;
+    expect(table.device).toBe('cuda:0');
+    expect(plan.devices.find((d) => d.device === 'cpu')?.hashBytes).toBe(table.hashBytes);
   });
 });
 
-describe('the native dynamic table', () => {
+/** A native table named `name` (seeded truncated normal, no admission, eviction or cap unless given) and its calls. */
+function nativeTable(name: string) {
   const { native } = require('../lib/native') as typeof import('../lib/native');
   const seeded = { kind: 'truncatedNormal' as const, stddev: 1, seed: 3 };
-  const make = (o: Record<string, unknown> = {}) => native.dynamicTableCreate({ name: 'native_t', dim: 2, init: seeded, admitMinCount: 1, evictAfterSteps: 0, maxRows: 0, ...o });
+  const makeTable = (o: Record<string, unknown> & { dim: number }) => native.dynamicTableCreate({ name, init: seeded, admitMinCount: 1, evictAfterSteps: 0, maxRows: 0, ...o });
   const i64 = (ids: number[]) => native.tensorFromTypedArray(BigInt64Array.from(ids, BigInt), [ids.length], 'cpu');
   const rowsFor = async (t: { handle: unknown }, ids: number[], train: boolean, step: number) => {
-    const out = await native.kernelRun('dynamic_rows', [t.handle as never, i64(ids)], [{ dtype: 'int64' }], { train, step }, 'native_t');
+    const out = await native.kernelRun('dynamic_rows', [t.handle as never, i64(ids)], [{ dtype: 'int64' }], { train, step }, name);
     return Array.from((await native.tensorData(out[0]!)) as BigInt64Array, Number);
   };
   const snapshot = async (id: number) => {
     const s = await native.dynamicTableSnapshot(id, false);
-    return { raw: s, ids: Array.from((await native.tensorData(s.ids)) as BigInt64Array, Number), values: Array.from((await native.tensorData(s.values)) as Float32Array) };
+    const slot = s.slots.length ? Array.from((await native.tensorData(s.slots[0])) as Float32Array) : undefined;
+    return { raw: s, ids: Array.from((await native.tensorData(s.ids)) as BigInt64Array, Number), values: Array.from((await native.tensorData(s.values)) as Float32Array), slot };
   };
+  return { native, makeTable, rowsFor, snapshot };
+}
+
+describeCuda('the native dynamic table with its rows on the device', () => {
+  const { native, rowsFor, snapshot, makeTable } = nativeTable('device_t');
+  const make = (device: string, o: Record<string, unknown> = {}) => makeTable({ dim: 64, device, ...o });
+
+  test('rows made past the first backed block, evicted, capped and restored hold what the host table holds', async () => {
+    // 256 B a row: 20000 rows take several 2 MiB steps of device memory.
+    const ids = Array.from({ length: 20000 }, (_, i) => i * 7919 - 50000);
+    const both = ['cuda', 'cpu'].map((device) => ({ device, t: make(device, { evictAfterSteps: 2 }) }));
+    for (const { t } of both) native.dynamicTableAddSlot(t.id, 0.25, false);
+    const results = [];
+    for (const { t, device } of both) {
+      const made = await rowsFor(t, ids, true, 0);
+      await rowsFor(t, ids.slice(0, 10), true, 3); // every row unseen for 3 steps goes first, then 10 come back
+      await rowsFor(t, [1, 2, 3], true, 5);
+      const stats = native.dynamicTableStats(t.id);
+      results.push({ device, made, stats, snap: await snapshot(t.id) });
+    }
+    const [gpu, cpu] = results;
+    expect(gpu.made).toEqual(cpu.made);
+    expect(gpu.stats).toMatchObject({ rows: 13, evicted: 20000, admitted: 20013 });
+    expect(gpu.stats).toEqual(cpu.stats);
+    expect(gpu.snap.ids).toEqual(cpu.snap.ids);
+    expect(gpu.snap.values).toEqual(cpu.snap.values);
+    expect(gpu.snap.slot).toHaveLength(13 * 64);
+    expect(gpu.snap.slot).toEqual(cpu.snap.slot);
+    // A restore into a device table, one rank of two: the rows of even ids, exactly.
+    const restored = make('cuda');
+    native.dynamicTableAddSlot(restored.id, 0.25, false);
+    await native.dynamicTableRestore(restored.id, gpu.snap.raw, true, 2, 0);
+    const back = await snapshot(restored.id);
+    const even = gpu.snap.ids.map((id, k) => [id, k] as const).filter(([id]) => ((id % 2) + 2) % 2 === 0);
+    expect(back.ids).toEqual(even.map(([id]) => id));
+    expect(back.values).toEqual(even.flatMap(([, k]) => gpu.snap.values.slice(k * 64, k * 64 + 64)));
+    // A cap evicts on the device as on the host.
+    const capped = make('cuda', { maxRows: 4 });
+    await rowsFor(capped, [1, 2, 3, 4], true, 0);
+    await rowsFor(capped, [5, 6], true, 1);
+    expect((await snapshot(capped.id)).ids).toEqual([3, 4, 5, 6]);
+    await expect(rowsFor(capped, [7, 8, 9, 10, 11], true, 2)).rejects.toThrow(/embMaxRows \(4\) is smaller than the distinct ids/);
+  });
+});
+
+// The native table under what a sharded step sends it (an id repeated, once per rank that
+// looked it up) and under failures that must leave it as it was.
+describe('the native dynamic table', () => {
+  const { native, rowsFor, snapshot, makeTable } = nativeTable('native_t');
+  const make = (o: Record<string, unknown> = {}) => makeTable({ dim: 2, ...o });
 
   test('an id repeated in one lookup gets one row; counts stay exact', async () => {
     const t = make({ maxRows: 3 });

@@ -517,7 +517,11 @@ describe('embedding options', () => {
 
   it("embDevice 'cpu' keeps the table in host memory; unimplemented placements and dtypes say so", () => {
     expect(fc.embeddingColumn(cat('a'), 2, { embDevice: 'cpu' }).variable.device).toBe('cpu');
-    expect(() => fc.embeddingColumn(cat('a'), 2, { embBackend: 'DYNAMIC', embDevice: 'cuda' }).variable).toThrow(/host memory/);
+    expect(fc.embeddingColumn(cat('a'), 2, { embBackend: 'DYNAMIC', embDevice: 'cpu' }).variable.device).toBe('cpu');
+    // A dynamic table's rows go to the device asked for (its index stays in host memory).
+    const onGpu = () => fc.embeddingColumn(cat('a'), 2, { embBackend: 'DYNAMIC', embDevice: 'cuda' }).variable;
+    if (hb.backend().cuda.deviceCount > 0) expect(onGpu().device).toBe('cuda:0');
+    else expect(onGpu).toThrow(/dynamicTableCreate: device.*cuda/i);
     expect(() => fc.embeddingColumn(cat('a'), 2, { embDtype: 'float16' }).variable).toThrow(/float16.*not implemented/);
   });
 

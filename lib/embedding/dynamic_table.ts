@@ -2,15 +2,19 @@
 // in training on first use (after `admitMinCount` sightings), dropped when unseen for
 // `evictAfterSteps` global steps or beyond `maxRows` (least recently used first). The
 // index and the row pool are native (native/embedding/dynamic_table.h); the pool is a
-// [capacity, dim] block in host memory that only commits what rows use, so the lookup
-// is the fixed table's chain with one op between unique and gather_rows, dynamic_rows,
-// turning ids into pool rows (-1: none yet, read as zeros, not updated). Sharded over a
+// [capacity, dim] block that only commits what rows use, on the model's device (a GPU's
+// address space backed as rows are made) or in host memory (embDevice: 'cpu'), so the
+// lookup is the fixed table's chain with one op between unique and gather_rows,
+// dynamic_rows, turning ids into pool rows (-1: none yet, read as zeros, not updated).
+// The index is in host memory wherever the rows are: a step on a GPU sends it the step's
+// distinct ids and gets row numbers back, and the rows stay on the device. Sharded over a
 // job, id x lives on rank x floormod W, whose index keys it by x itself.
 //
 // A new row holds what row x of a fixed table with the same seeded initializer holds, so
 // ids 0..n-1 of a dynamic table start (and, with the same updates, stay) equal to a fixed
 // table of n rows. Checkpoints hold live rows in id order (ids, values, slots, last seen,
 // counts) and restore into any world size.
+import { currentDevice } from '../backend';
 import { Graph, maybeCurrentGraph, SymbolicTensor } from '../graph/graph';
 import { alltoallv } from '../graph/ops/exchange';
 import { dynamicRows, tableHandle } from '../graph/ops/dynamic_rows';
@@ -66,9 +70,6 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     super(spec, placement);
     const where = `embedding table '${spec.name}'`;
     if (placement.kind === 'replicated') throw new Error(`${where}: a dynamic table cannot be replicated; it is sharded over a job, or local`);
-    if (placement.device !== '' && placement.device !== 'cpu') {
-      throw new Error(`${where}: dynamic tables are kept in host memory (embDevice '' or 'cpu'), not on '${placement.device}'`);
-    }
     const counts: Array<[keyof DynamicTableOptions, number]> = [
       ['admitMinCount', 1],
       ['evictAfterSteps', 0],
@@ -90,7 +91,8 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     return this.storage!.shape[0];
   }
 
-  override variableOn(): Variable {
+  /** The row pool, made on first use on the placement's device ('' there: `defaultDevice`, else the current device). */
+  override variableOn(defaultDevice?: string): Variable {
     // A model being planned that asks for the rows gets its planned ones (see EmbeddingTable).
     const planned = isPlanning() && !isPlannedTable(this) ? maybeCurrentGraph() : undefined;
     if (planned) return this.inGraph(planned).variableOn();
@@ -101,7 +103,8 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
       }
       const fill = spec.initializer.fillSpec([spec.rows, spec.dim]);
       const init = fill.seed === undefined && fill.kind !== 'constant' ? { ...fill, seed: seedFor(spec.name) } : fill;
-      const made = native.dynamicTableCreate({ name: spec.name, dim: spec.dim, init, ...this.dynamicOptions });
+      const device = this.placement.device === '' ? (defaultDevice ?? currentDevice()) : this.placement.device;
+      const made = native.dynamicTableCreate({ name: spec.name, dim: spec.dim, init, device, ...this.dynamicOptions });
       this.nativeId = made.id;
       this.handleTensor = new Tensor(made.handle);
       const pool = new Variable(made.values, spec.name, spec.trainable);
@@ -150,16 +153,27 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
       owned.push(distinct, inverse);
       const rows = new Tensor((await native.kernelRun('dynamic_rows', [this.handleTensor!.handle, distinct.handle], [{ dtype: 'int64' }], { train: false }, `${name}/dynamic_rows`))[0]!);
       owned.push(rows);
-      const [gathered] = (await native.kernelRun('gather_rows', [this.variable.handle, rows.handle], [{ dtype: 'float32' }], { maxNorm: options.maxNorm ?? 0 }, `${name}/gather_rows`)).map((h) => new Tensor(h!));
+      let [gathered] = (await native.kernelRun('gather_rows', [this.variable.handle, rows.handle], [{ dtype: 'float32' }], { maxNorm: options.maxNorm ?? 0 }, `${name}/gather_rows`)).map((h) => new Tensor(h!));
       owned.push(gathered);
-      const out = await native.kernelRun(
+      // The combine runs on the host (as in a step); the result goes where the rows are.
+      const device = this.variable.device;
+      if (device !== 'cpu') {
+        const moved = native.tensorCopy(gathered.handle, 'cpu');
+        await moved.done;
+        owned.push((gathered = new Tensor(moved.handle)));
+      }
+      const combined = new Tensor((await native.kernelRun(
         'segment_combine',
         [gathered.handle, prunedSplits!.handle, inverse.handle, prunedWeights ? prunedWeights.handle : null],
         [[ids.nrows, this.spec.dim]],
         { combiner: options.combiner },
         name,
-      );
-      return new Tensor(out[0]!);
+      ))[0]!);
+      if (device === 'cpu') return combined;
+      owned.push(combined);
+      const placed = native.tensorCopy(combined.handle, device);
+      await placed.done;
+      return new Tensor(placed.handle);
     } finally {
       for (const t of owned) t.dispose();
     }
@@ -178,13 +192,16 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
    */
   private inGraph(graph: Graph): DynamicEmbeddingTable {
     // Planned: one row stands for the rows to come (their bytes are per row, not reserved).
-    const made = () => (isPlanning() ? plannedTableRows(this, 1, 'cpu') : this.variableOn());
+    const made = () => (isPlanning() ? plannedTableRows(this, 1, this.placement.device === '' ? graph.device : this.placement.device) : this.variableOn(graph.device));
     const pool = graph.store.adopt(this.name, made, [-1, this.spec.dim], (existing) => (existing.slotOwner instanceof DynamicEmbeddingTable ? undefined : 'one fixed, one dynamic'));
     return pool.slotOwner instanceof DynamicEmbeddingTable ? pool.slotOwner : this;
   }
 
   override graphVariable(graph: Graph): SymbolicTensor {
-    const pool = this.inGraph(graph).variableOn();
+    const pool = this.inGraph(graph).variableOn(graph.device);
+    if (pool.device !== 'cpu' && pool.device !== graph.device) {
+      throw new Error(`embedding table '${this.name}' is on ${pool.device} but the model runs on ${graph.device}; use embDevice: 'cpu' or '${graph.device}'`);
+    }
     const p = this.placement;
     if (p.kind !== 'local' && graph.world.size !== p.worldSize) {
       throw new Error(`embedding table '${this.name}' is ${p.kind} over ${p.worldSize} ranks but the model is built for a world of ${graph.world.size}`);

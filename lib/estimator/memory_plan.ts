@@ -161,7 +161,7 @@ export function planOf(
         name: table.name,
         kind: 'dynamic',
         placement: table.placement.kind,
-        device: 'cpu',
+        device: v.device,
         dim,
         rows,
         slots: slots.map((s) => s.name),
@@ -201,7 +201,8 @@ export function planOf(
     const d = deviceOf(t.device);
     d.paramBytes += t.paramBytes;
     d.slotBytes += t.slotBytes;
-    d.hashBytes += t.hashBytes;
+    // A dynamic table's index and bookkeeping are host structures wherever its rows are.
+    deviceOf(t.kind === 'dynamic' ? 'cpu' : t.device).hashBytes += t.hashBytes;
     // The exchange runs through host memory (native/exec's collectives).
     deviceOf('cpu').exchangeBytes += t.exchangeBytes;
   }

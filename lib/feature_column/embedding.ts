@@ -56,11 +56,10 @@ class TableHolder {
       // Placed in the job this process is part of (hb-ts launch's environment, or init()).
       const job = distributedContext();
       if (this.dynamic) {
-        // Keyed by id floormod W over a job, whole in one process; in host memory.
-        const placement = job.worldSize > 1 ? { kind: 'sharded' as const, device: 'cpu', worldSize: job.worldSize, rank: job.rank } : localPlacement('cpu');
-        if (options.embDevice !== '' && options.embDevice !== 'cpu') {
-          throw new Error(`embedding table '${name}': dynamic tables are kept in host memory (embDevice '' or 'cpu'), not on '${options.embDevice}'`);
-        }
+        // Keyed by id floormod W over a job, whole in one process; its rows on the model's
+        // device ('') or where embDevice says, its index in host memory.
+        const device = options.embDevice;
+        const placement = job.worldSize > 1 ? { kind: 'sharded' as const, device, worldSize: job.worldSize, rank: job.rank } : localPlacement(device);
         if (job.worldSize > 1 && !options.embSharded) throw new Error(`embedding table '${name}': a dynamic table is sharded over a job (embSharded: false is for fixed tables)`);
         this.table = new DynamicEmbeddingTable(
           { name, rows: Number.MAX_SAFE_INTEGER, dim: this.spec.dimension, dtype: options.embDtype as 'float32', initializer: this.spec.initializer, trainable: this.spec.trainable },

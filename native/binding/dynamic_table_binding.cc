@@ -1,7 +1,7 @@
 // Dynamic embedding tables (native/embedding/dynamic_table.h) for lib/embedding/dynamic_table.ts:
 // made, given slots, read out (snapshot) and put back (restore) as host tensors; every
-// operation that touches rows is queued on the host executor, behind the steps that use
-// the table.
+// operation that touches rows is queued on the executor of the rows' device, behind the
+// steps that use the table.
 #include <cmath>
 
 #include "native/binding/arguments.h"
@@ -30,8 +30,9 @@ int64_t tableId(const Napi::Value& value) {
   return int64_t(id);
 }
 
-// dynamicTableCreate({ name, dim, init, capacityRows?, admitMinCount, evictAfterSteps, maxRows })
-//   -> { id, handle: int64 [1] tensor naming it in plans, values: [capacity, dim] tensor }
+// dynamicTableCreate({ name, dim, init, capacityRows?, admitMinCount, evictAfterSteps, maxRows, device? })
+//   -> { id, handle: int64 [1] tensor naming it in plans, values: [capacity, dim] tensor on `device`
+//   ('cpu' unless given: the rows' pool; the index is always in host memory) }
 Napi::Value dynamicTableCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsObject()) throw Napi::TypeError::New(env, "dynamicTableCreate: spec must be an object");
@@ -45,6 +46,8 @@ Napi::Value dynamicTableCreate(const Napi::CallbackInfo& info) {
   c.evictAfterSteps = integerField(spec, "evictAfterSteps", 0, 0, 1e15);
   c.maxRows = integerField(spec, "maxRows", 0, 0, 1e15);
   c.capacityRows = integerField(spec, "capacityRows", double(defaultDynamicCapacity(c.dim)), 1, 1e15);
+  const Napi::Value device = spec.Get("device");
+  c.device = device.IsUndefined() ? Device::cpu() : parseUsableDevice(stringArgument(device, "device"), "dynamicTableCreate: device");
   auto table = std::make_shared<DynamicTable>(c);
   const int64_t id = registerDynamicTable(table);
   // The handle's memory holds the table: it lives while JS or a plan holds the handle.
@@ -95,7 +98,7 @@ Napi::Value dynamicTableSnapshot(const Napi::CallbackInfo& info) {
   auto table = findDynamicTable(tableId(info[0]), "dynamicTableSnapshot");
   const bool changesOnly = info[1].ToBoolean();
   auto snap = std::make_shared<DynamicTableSnapshot>();
-  return schedule(env, Device::cpu(), makeTask([table, changesOnly, snap] { *snap = table->snapshot(changesOnly); },
+  return schedule(env, table->config().device, makeTask([table, changesOnly, snap] { *snap = table->snapshot(changesOnly); },
                                                [snap](Napi::Env env) -> Napi::Value {
                                                  Napi::Object out = Napi::Object::New(env);
                                                  out.Set("ids", TensorHandle::wrap(env, snap->ids));
@@ -117,7 +120,7 @@ Napi::Value dynamicTableMarkSaved(const Napi::CallbackInfo& info) {
   auto table = findDynamicTable(tableId(info[0]), "dynamicTableMarkSaved");
   const double step = numberArgument(info[1], "step");
   HB_CHECK(std::floor(step) == step && step >= 0, "dynamicTableMarkSaved: step must be an integer >= 0");
-  return schedule(env, Device::cpu(), makeTask([table, step] { table->markSaved(int64_t(step)); },
+  return schedule(env, table->config().device, makeTask([table, step] { table->markSaved(int64_t(step)); },
                                                [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
 }
 
@@ -156,7 +159,7 @@ Napi::Value dynamicTableRestore(const Napi::CallbackInfo& info) {
   const int64_t worldSize = int64_t(numberArgument(info[3], "worldSize"));
   const int64_t rank = int64_t(numberArgument(info[4], "rank"));
   const std::string who = "restore of dynamic table '" + table->config().name + "'";
-  return schedule(env, Device::cpu(), makeTask([table, saved, replace, worldSize, rank, who] { table->restore(saved, replace, worldSize, rank, who); },
+  return schedule(env, table->config().device, makeTask([table, saved, replace, worldSize, rank, who] { table->restore(saved, replace, worldSize, rank, who); },
                                                [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
 }
 

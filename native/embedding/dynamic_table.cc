@@ -7,6 +7,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "cuda/cuda_backend.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 
@@ -72,9 +73,8 @@ DynamicTable::DynamicTable(DynamicTableConfig config) : config_(std::move(config
     stripes_.push_back(std::move(s));
   }
   const size_t rows = size_t(config_.capacityRows);
-  auto block = reserve(rows * size_t(config_.dim) * 4, who);
-  values_ = Tensor{Buffer::wrapHost(block.get(), rows * size_t(config_.dim) * 4, [block] {}), DType::Float32,
-                   {config_.capacityRows, config_.dim}};
+  valueBlock_ = reserveRows(config_.dim);
+  values_ = valueBlock_.tensor;
   meta_ = reserve(rows * size_t(kRowMetaBytes), who);
   int64_t* m = static_cast<int64_t*>(meta_.get());
   rowId_ = m;
@@ -86,18 +86,46 @@ DynamicTable::DynamicTable(DynamicTableConfig config) : config_(std::move(config
 
 DynamicTable::~DynamicTable() = default;
 
+DynamicTable::RowBlock DynamicTable::reserveRows(int64_t width) {
+  const size_t bytes = size_t(config_.capacityRows) * size_t(width) * 4;
+  const std::vector<int64_t> shape{config_.capacityRows, width};
+  RowBlock block;
+  block.width = width;
+  if (onDevice()) {
+    const std::shared_ptr<cuda::DeviceSpace> space = cuda::reserveDeviceSpace(config_.device.index, bytes);
+    block.space = space;
+    block.tensor = Tensor{Buffer::wrap(cuda::deviceSpaceBase(*space), bytes, config_.device, [space] {}), DType::Float32, shape};
+    if (nextRow_ > 0) cuda::backDeviceSpace(*space, size_t(nextRow_) * size_t(width) * 4);
+  } else {
+    auto pages = reserve(bytes, config_.name);
+    block.tensor = Tensor{Buffer::wrapHost(pages.get(), bytes, [pages] {}), DType::Float32, shape};
+  }
+  return block;
+}
+
+void DynamicTable::backRows(int64_t rows) {
+  if (!onDevice()) return;
+  cuda::backDeviceSpace(*valueBlock_.space, size_t(rows) * size_t(config_.dim) * 4);
+  for (const Slot& slot : slots_) cuda::backDeviceSpace(*slot.space, size_t(rows) * size_t(slot.width) * 4);
+}
+
 Tensor DynamicTable::addSlot(float initial, bool perRow) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t width = perRow ? 1 : config_.dim;
-  const size_t bytes = size_t(config_.capacityRows) * size_t(width) * 4;
-  auto block = reserve(bytes, config_.name);
-  Tensor t{Buffer::wrapHost(block.get(), bytes, [block] {}), DType::Float32,
-           perRow ? std::vector<int64_t>{config_.capacityRows} : std::vector<int64_t>{config_.capacityRows, config_.dim}};
-  slots_.push_back(Slot{t, initial, width});
-  // Rows made before the slot (and free ones, which initRow refills) start at `initial`.
-  float* p = t.data<float>();
-  parallelFor(nextRow_ * width, 1 << 16, [&](int64_t i0, int64_t i1) { std::fill(p + i0, p + i1, initial); });
-  return t;
+  Slot slot = reserveRows(width);
+  slot.initial = initial;
+  if (perRow) slot.tensor.shape = {config_.capacityRows};
+  // Rows made before the slot (and free ones, which initRows refills) start at `initial`.
+  if (onDevice()) {
+    FillSpec constant;
+    constant.value = initial;
+    cuda::fill(config_.device.index, slot.tensor.data<float>(), nextRow_ * width, constant);
+  } else {
+    float* p = slot.tensor.data<float>();
+    parallelFor(nextRow_ * width, 1 << 16, [&](int64_t i0, int64_t i1) { std::fill(p + i0, p + i1, initial); });
+  }
+  slots_.push_back(slot);
+  return slot.tensor;
 }
 
 DynamicTable::Stripe& DynamicTable::stripeOf(int64_t id) { return *stripes_[hashOf(id) >> (64 - kStripeBits)]; }
@@ -225,12 +253,25 @@ int64_t DynamicTable::takeRow(int64_t step, const std::string& who) {
   return nextRow_++;
 }
 
-void DynamicTable::initRow(int64_t row, int64_t id) {
+void DynamicTable::initRows(const int64_t* rows, const int64_t* ids, int64_t n) {
   const int64_t dim = config_.dim;
-  float* v = values_.data<float>() + row * dim;
-  const uint64_t first = uint64_t(id) * uint64_t(dim);
-  for (int64_t j = 0; j < dim; ++j) v[j] = fillValue(config_.init, first + uint64_t(j));
-  for (const Slot& slot : slots_) std::fill_n(slot.tensor.data<float>() + row * slot.width, slot.width, slot.initial);
+  if (onDevice()) {
+    // The same values as below, by the same fillValue, in one kernel per block.
+    const int device = config_.device.index;
+    cuda::initRows(device, values_.data<float>(), dim, rows, ids, n, config_.init);
+    for (const Slot& slot : slots_) {
+      FillSpec constant;
+      constant.value = slot.initial;
+      cuda::initRows(device, slot.tensor.data<float>(), slot.width, rows, nullptr, n, constant);
+    }
+    return;
+  }
+  fillRowsCpu(values_.data<float>(), dim, rows, ids, n, config_.init);
+  for (const Slot& slot : slots_) {
+    FillSpec constant;
+    constant.value = slot.initial;
+    fillRowsCpu(slot.tensor.data<float>(), slot.width, rows, nullptr, n, constant);
+  }
 }
 
 void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64_t n, bool train, int64_t step,
@@ -240,10 +281,9 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
     std::atomic<int64_t> hits{0};
     parallelFor(n, 4096, [&](int64_t i0, int64_t i1) {
       int64_t found = 0;
+      // Reads only, under the table's lock: no stripe changes while they run.
       for (int64_t i = i0; i < i1; ++i) {
-        Stripe& s = stripeOf(ids[i]);
-        std::lock_guard<std::mutex> stripeLock(s.mu);
-        const Entry* e = find(s, ids[i]);
+        const Entry* e = find(stripeOf(ids[i]), ids[i]);
         rows[i] = e ? e->row : -1;
         found += rows[i] >= 0;
       }
@@ -262,34 +302,79 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
     }
     dropStalePending(step);
   }
-  // Find, count, and mark what needs a row (-2: an admitted id without one yet).
+  // Find, count, and claim what needs a row: the first copy of an admitted id without
+  // one claims its entry (kClaimed, marked in `claimed`); later copies in this call (a
+  // sharded lookup's ids come from every rank) are listed in `repeats` and read its row.
+  // Ids are grouped by stripe (a counting sort on the hash's top bits): each task holds
+  // one stripe's lock for all of that stripe's ids, so no lock is taken per id and no two
+  // threads meet on a stripe; a stripe's ids go in id order, so which copy comes first
+  // does not depend on the threads.
+  std::vector<uint8_t> stripeOfId(static_cast<size_t>(n));
+  parallelFor(n, 8192, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) stripeOfId[size_t(i)] = uint8_t(hashOf(ids[i]) >> (64 - kStripeBits));
+  });
+  std::vector<int64_t> stripeStart(kStripes + 1, 0);
+  for (int64_t i = 0; i < n; ++i) ++stripeStart[stripeOfId[size_t(i)] + 1];
+  for (int k = 0; k < kStripes; ++k) stripeStart[k + 1] += stripeStart[k];
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  {
+    std::vector<int64_t> next(stripeStart.begin(), stripeStart.end() - 1);
+    for (int64_t i = 0; i < n; ++i) order[size_t(next[stripeOfId[size_t(i)]]++)] = i;
+  }
   std::atomic<int64_t> hits{0}, inserted{0};
-  parallelFor(n, 2048, [&](int64_t i0, int64_t i1) {
+  std::mutex listsMu;
+  std::vector<int64_t> repeats;
+  std::vector<uint8_t> claimed(static_cast<size_t>(n), 0);  // ids whose entry this call claimed
+  parallelFor(kStripes, 1, [&](int64_t first, int64_t last) {
     int64_t found = 0, fresh = 0;
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t id = ids[i];
-      const int64_t seen = occurrences ? occurrences[i] : 1;
-      Stripe& s = stripeOf(id);
+    std::vector<int64_t> repeatsHere;
+    for (int64_t stripe = first; stripe < last; ++stripe) {
+      Stripe& s = *stripes_[size_t(stripe)];
       std::lock_guard<std::mutex> stripeLock(s.mu);
-      Entry* e = find(s, id);
-      if (e == nullptr) {
-        e = insert(s, id);
-        ++fresh;
-      }
-      e->count += seen;
-      if (e->row >= 0) {
-        rows[i] = e->row;
-        rowSeen_[e->row] = step;
-        rowUpdated_[e->row] = step;
-        ++found;
-      } else {
+      const int64_t end = stripeStart[size_t(stripe) + 1];
+      for (int64_t k = stripeStart[size_t(stripe)]; k < end; ++k) {
+        if (k + 8 < end) {
+          // The probe's first slot of an id a few ahead: its cache miss overlaps this one's.
+          const size_t ahead = hashOf(ids[order[size_t(k + 8)]]) & (s.entries.size() - 1);
+          __builtin_prefetch(&s.entries[ahead]);
+          __builtin_prefetch(&s.used[ahead]);
+        }
+        const int64_t i = order[size_t(k)];
+        const int64_t id = ids[i];
+        Entry* e = find(s, id);
+        if (e == nullptr) {
+          e = insert(s, id);
+          ++fresh;
+        }
+        e->count += occurrences ? occurrences[i] : 1;
+        if (e->row >= 0) {
+          rows[i] = e->row;
+          rowSeen_[e->row] = step;
+          rowUpdated_[e->row] = step;
+          ++found;
+          continue;
+        }
         e->lastSeen = step;
-        rows[i] = e->count >= config_.admitMinCount ? -2 : -1;
+        rows[i] = -1;
+        if (e->row == kClaimed) {
+          repeatsHere.push_back(i);
+        } else if (e->count >= config_.admitMinCount) {
+          e->row = kClaimed;
+          claimed[size_t(i)] = 1;
+        }
       }
     }
     hits += found;
     inserted += fresh;
+    if (repeatsHere.empty()) return;
+    std::lock_guard<std::mutex> lock(listsMu);
+    repeats.insert(repeats.end(), repeatsHere.begin(), repeatsHere.end());
   });
+  // In id order, so rows are handed out in order of first appearance.
+  std::vector<int64_t> made;
+  for (int64_t i = 0; i < n; ++i) {
+    if (claimed[size_t(i)]) made.push_back(i);
+  }
   hits_ += hits.load();
   misses_ += n - hits.load();
   pending_ += inserted.load();
@@ -301,15 +386,6 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
       }
     }
   }
-  // The entries that get a row: one per id, however often it repeats in `ids`.
-  std::vector<int64_t> made;
-  for (int64_t i = 0; i < n; ++i) {
-    if (rows[i] != -2) continue;
-    Entry* e = find(stripeOf(ids[i]), ids[i]);
-    if (e->row != -1) continue;
-    e->row = kClaimed;
-    made.push_back(i);
-  }
   // Room for them, checked before any row changes hands: a lookup that fails leaves
   // every row as it was (its ids stay pending).
   const int64_t needed = int64_t(made.size());
@@ -318,8 +394,11 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
   const int64_t stepRows = config_.maxRows > 0 ? rowsSeenAt(step) + needed : 0;
   const bool overCap = config_.maxRows > 0 && stepRows > config_.maxRows;
   const bool full = config_.maxRows == 0 && needed > int64_t(freeRows_.size()) + config_.capacityRows - nextRow_;
-  if (overCap || full) {
+  const auto unclaim = [&] {
     for (int64_t i : made) find(stripeOf(ids[i]), ids[i])->row = -1;
+  };
+  if (overCap || full) {
+    unclaim();
     if (overCap) {
       failWith(ErrorCode::OutOfRange, who, ": embMaxRows (", config_.maxRows, ") is smaller than the distinct ids this step looks up in table '",
                config_.name, "' (", stepRows, "); raise embMaxRows");
@@ -327,26 +406,43 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
     failWith(ErrorCode::OutOfMemory, who, ": table '", config_.name, "' is full (", config_.capacityRows,
              " rows); set embMaxRows (the cap, and the room reserved) or embEvictAfterSteps");
   }
-  // Rows for the admitted ids, one at a time (a cap evicts as it goes), then their
-  // initial values on every thread.
-  for (int64_t i : made) {
+  // Device memory behind the rows they may take (each takes a free row or the next one).
+  try {
+    backRows(std::min(config_.capacityRows, nextRow_ + needed));
+  } catch (...) {
+    unclaim();
+    throw;
+  }
+  // Rows for the admitted ids, one at a time (a cap evicts as it goes: entries move, so
+  // they are found again below), then given to their entries on every thread, then
+  // their initial values.
+  std::vector<int64_t> madeRows(made.size()), madeIds(made.size());
+  for (size_t k = 0; k < made.size(); ++k) {
     const int64_t row = takeRow(step, who);
-    find(stripeOf(ids[i]), ids[i])->row = row;
-    --pending_;
-    rowId_[row] = ids[i];
-    rowSeen_[row] = rowUpdated_[row] = step;
+    ++live_;  // before the next takeRow, which evicts by it under a cap
+    rowSeen_[row] = step;  // never the next victim of this step
     if (tracksUse()) lruPushFront(row);
-    ++live_;
-    ++admitted_;
-    rows[i] = row;
+    madeRows[k] = row;
+    madeIds[k] = ids[made[k]];
   }
-  parallelFor(needed, 256, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) initRow(rows[made[size_t(k)]], ids[made[size_t(k)]]);
+  pending_ -= needed;
+  admitted_ += needed;
+  parallelFor(needed, 1024, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t i = made[size_t(k)], row = madeRows[size_t(k)];
+      Stripe& s = stripeOf(ids[i]);
+      {
+        std::lock_guard<std::mutex> stripeLock(s.mu);
+        find(s, ids[i])->row = row;
+      }
+      rowId_[row] = ids[i];
+      rowUpdated_[row] = step;
+      rows[i] = row;
+    }
   });
+  initRows(madeRows.data(), madeIds.data(), needed);
   // Repeats of a made id read its new row.
-  for (int64_t i = 0; i < n; ++i) {
-    if (rows[i] == -2) rows[i] = find(stripeOf(ids[i]), ids[i])->row;
-  }
+  for (int64_t i : repeats) rows[i] = find(stripeOf(ids[i]), ids[i])->row;
 }
 
 DynamicTableStats DynamicTable::stats() const {
@@ -399,14 +495,25 @@ DynamicTableSnapshot DynamicTable::snapshot(bool changesOnly) {
   out.values = host(DType::Float32, {n, dim});
   out.meta = host(DType::Int64, {n, 3});
   for (const Slot& s : slots_) out.slots.push_back(host(DType::Float32, s.width == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, dim}));
+  if (onDevice()) {
+    std::vector<int64_t> rows(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) rows[size_t(i)] = live[size_t(i)].second;
+    const int device = config_.device.index;
+    cuda::readRows(device, values_.data<float>(), dim, rows.data(), n, out.values.data<float>());
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      cuda::readRows(device, slots_[k].tensor.data<float>(), slots_[k].width, rows.data(), n, out.slots[k].data<float>());
+    }
+  }
   parallelFor(n, 1024, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t row = live[size_t(i)].second;
       out.ids.data<int64_t>()[i] = live[size_t(i)].first;
-      std::memcpy(out.values.data<float>() + i * dim, values_.data<float>() + row * dim, size_t(dim) * 4);
-      for (size_t k = 0; k < slots_.size(); ++k) {
-        const int64_t w = slots_[k].width;
-        std::memcpy(out.slots[k].data<float>() + i * w, slots_[k].tensor.data<float>() + row * w, size_t(w) * 4);
+      if (!onDevice()) {
+        std::memcpy(out.values.data<float>() + i * dim, values_.data<float>() + row * dim, size_t(dim) * 4);
+        for (size_t k = 0; k < slots_.size(); ++k) {
+          const int64_t w = slots_[k].width;
+          std::memcpy(out.slots[k].data<float>() + i * w, slots_[k].tensor.data<float>() + row * w, size_t(w) * 4);
+        }
       }
       int64_t* meta = out.meta.data<int64_t>() + 3 * i;
       meta[0] = rowSeen_[row];
@@ -505,6 +612,10 @@ void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int6
                 " rows for this rank, more than embMaxRows (", config_.maxRows, "); raise embMaxRows");
   HB_CHECK_CODE(rowsAfter <= config_.capacityRows, OutOfMemory, who, ": the checkpoint's ", rowsAfter,
                 " rows for this rank do not fit the table's capacity (", config_.capacityRows, " rows)");
+  // Device memory behind every row the restore may take, before anything changes.
+  int64_t ranksRows = 0;
+  for (int64_t i = 0; i < n; ++i) ranksRows += floorMod(ids[i], worldSize) == rank;
+  backRows(std::min(config_.capacityRows, nextRow_ + ranksRows));
   if (replace) {
     for (auto& s : stripes_) {
       s->entries.assign(kFirstStripeSlots, Entry{});
@@ -570,7 +681,9 @@ void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int6
     rowUpdated_[e->row] = meta[3 * i + 2];
     placed.emplace_back(i, e->row);
   }
-  parallelFor(int64_t(placed.size()), 512, [&](int64_t k0, int64_t k1) {
+  if (onDevice()) {
+    writePlacedRows(saved, placed);
+  } else parallelFor(int64_t(placed.size()), 512, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
       const auto [i, row] = placed[size_t(k)];
       std::memcpy(values_.data<float>() + row * dim, saved.values.data<float>() + i * dim, size_t(dim) * 4);
@@ -616,6 +729,38 @@ void DynamicTable::restore(const DynamicTableSnapshot& saved, bool replace, int6
   } else if (tracksRemovals_ && saved.removedIds.buffer) {
     const int64_t* removed = saved.removedIds.data<int64_t>();
     removedSinceSave_.insert(removedSinceSave_.end(), removed, removed + saved.removedIds.size());
+  }
+}
+
+void DynamicTable::writePlacedRows(const DynamicTableSnapshot& saved, const std::vector<std::pair<int64_t, int64_t>>& placed) {
+  const int64_t n = int64_t(placed.size());
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  bool inOrder = true;  // saved row k goes to rows[k] (one rank: every saved row, in order)
+  for (int64_t k = 0; k < n; ++k) {
+    rows[size_t(k)] = placed[size_t(k)].second;
+    inOrder = inOrder && placed[size_t(k)].first == k;
+  }
+  const int device = config_.device.index;
+  // The saved rows this rank keeps, one after the other (as they are, when they are all of them).
+  auto kept = [&](const Tensor& from, int64_t width, std::vector<float>& staging) -> const float* {
+    if (inOrder) return from.data<float>();
+    staging.resize(size_t(n * width));
+    for (int64_t k = 0; k < n; ++k) {
+      std::memcpy(staging.data() + k * width, from.data<float>() + placed[size_t(k)].first * width, size_t(width) * 4);
+    }
+    return staging.data();
+  };
+  std::vector<float> staging;
+  cuda::writeRows(device, values_.data<float>(), config_.dim, rows.data(), n, kept(saved.values, config_.dim, staging));
+  for (size_t j = 0; j < slots_.size(); ++j) {
+    float* to = slots_[j].tensor.data<float>();
+    if (j < saved.slots.size() && saved.slots[j].buffer) {
+      cuda::writeRows(device, to, slots_[j].width, rows.data(), n, kept(saved.slots[j], slots_[j].width, staging));
+    } else {
+      FillSpec constant;
+      constant.value = slots_[j].initial;
+      cuda::initRows(device, to, slots_[j].width, rows.data(), nullptr, n, constant);
+    }
   }
 }
 

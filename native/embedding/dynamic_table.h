@@ -1,13 +1,16 @@
 // A dynamic embedding table: rows keyed by any int64 id, made on first use (DeepRec's
 // EmbeddingVariable, HugeCTR's hash embedding). Two parts:
 //  - an index from id to row, split into stripes by the id's hash, each stripe an
-//    open-addressing table with its own lock: the threads of a lookup take only the
-//    stripes their ids fall in, and a stripe that fills up grows alone;
+//    open-addressing table with its own lock: a lookup groups its ids by stripe and each
+//    of its threads takes whole stripes, and a stripe that fills up grows alone;
 //  - a row pool: the values (and each optimizer slot) as [capacity, dim] tensors over
 //    address space reserved once and committed by the kernel as rows are first written,
 //    so memory follows the live rows, growth copies nothing, and the rows stay one
 //    dense block that every row kernel (gather, combine, the fused sparse updates) takes
-//    as it takes a fixed table, with the row numbers this index hands out.
+//    as it takes a fixed table, with the row numbers this index hands out. The pool is in
+//    host memory, or on a CUDA device (address space reserved there and backed as rows
+//    are made): the index stays on the host either way, so a step on a GPU sends it the
+//    step's distinct ids and gets row numbers back, and the rows never cross.
 // A new row is initialised from (seed, id) as row `id` of a fixed table made with the
 // same initializer would be, so the same id gets the same row in any order, process or
 // world size. Admission (a row only once an id was seen N times), eviction by age (global
@@ -27,9 +30,14 @@
 
 namespace hb {
 
+namespace cuda {
+struct DeviceSpace;
+}
+
 struct DynamicTableConfig {
   std::string name;
   int64_t dim = 0;
+  Device device;               // where the row pool (values and slots) lives
   FillSpec init;               // rowWidth is set to dim: row of id x = row x of a fixed table
   int64_t capacityRows = 0;    // address space reserved for rows (the most rows at once)
   int64_t admitMinCount = 1;   // occurrences (in training lookups) before an id gets a row
@@ -121,7 +129,6 @@ class DynamicTable {
   int64_t takeRow(int64_t step, const std::string& who);
   void freeRow(int64_t row);
   void evictRow(int64_t row);
-  void initRow(int64_t row, int64_t id);
   void lruUnlink(int64_t row);
   void lruPushFront(int64_t row);
   void dropStalePending(int64_t step);
@@ -129,13 +136,26 @@ class DynamicTable {
   bool tracksUse() const { return config_.evictAfterSteps > 0 || config_.maxRows > 0; }
 
   DynamicTableConfig config_;
+  // [capacityRows, width] rows of the pool, with what keeps their memory.
+  struct RowBlock {
+    Tensor tensor;
+    float initial = 0;  // a slot's value in a new row
+    int64_t width = 0;
+    std::shared_ptr<cuda::DeviceSpace> space;  // on a device: backed as rows are made
+  };
+  RowBlock reserveRows(int64_t width);
+  // Memory behind rows [0, rows) of every block (host pages are committed as written).
+  void backRows(int64_t rows);
+  // New rows: values from (seed, id), slots at their initial values.
+  void initRows(const int64_t* rows, const int64_t* ids, int64_t n);
+  bool onDevice() const { return config_.device.isCuda(); }
+  // A restore's rows into the device pool: saved row placed[k].first to row placed[k].second.
+  void writePlacedRows(const DynamicTableSnapshot& saved, const std::vector<std::pair<int64_t, int64_t>>& placed);
+
   std::vector<std::unique_ptr<Stripe>> stripes_;
   Tensor values_;
-  struct Slot {
-    Tensor tensor;
-    float initial;
-    int64_t width;
-  };
+  RowBlock valueBlock_;
+  using Slot = RowBlock;
   std::vector<Slot> slots_;
   std::shared_ptr<void> meta_;  // the reservation the per-row arrays below live in
   // Per row (reserved like the pool): its id, when it was last seen and last updated,

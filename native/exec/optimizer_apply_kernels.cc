@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "native/core/status.h"
+#include "native/embedding/embedding_lookup.h"
 #include "native/exec/kernel_def.h"
 #include "native/exec/update_request.h"
 
@@ -59,9 +60,9 @@ Tensor stackValues(const KernelArgs& args, Device device, const std::vector<int6
   return out;
 }
 
-// Keeps the (index, row of values) pairs whose index is >= 0, on the host.
+// Keeps the (index, row of values) pairs whose index is >= 0: indices on the host, values
+// where they are (on a device, gathered there by the lookup kernel, one row per bag).
 void dropMissingRows(OptimizerApplyRequest& a, const std::string& name) {
-  HB_CHECK_CODE(!a.var.device().isCuda(), Device, name, ": skipMissing is for variables in host memory");
   const int64_t n = a.indices.size();
   const int64_t width = n == 0 ? 0 : a.values.size() / n;
   const bool wide = a.indices.dtype == DType::Int64;
@@ -72,6 +73,26 @@ void dropMissingRows(OptimizerApplyRequest& a, const std::string& name) {
   Tensor indices{Buffer::allocate(Device::cpu(), size_t(std::max<int64_t>(kept, 1)) * 8), DType::Int64, {kept}};
   std::vector<int64_t> valueShape = a.values.shape;
   valueShape[0] = kept;
+  if (a.values.device().isCuda()) {
+    SparseLookupRequest r;
+    r.name = name;
+    r.table = Tensor{a.values.buffer, DType::Float32, {n, width}};
+    r.ids = indices;  // first the positions kept, then the rows they name
+    r.combiner = Combiner::Sum;
+    r.rowSplits = Tensor{Buffer::allocate(Device::cpu(), size_t(kept + 1) * 4), DType::Int32, {kept + 1}};
+    for (int64_t k = 0, i = 0; i < n; ++i) {
+      if (at(i) >= 0) indices.data<int64_t>()[k++] = i;
+    }
+    for (int64_t k = 0; k <= kept; ++k) r.rowSplits.data<int32_t>()[k] = int32_t(k);
+    Tensor values = runSparseLookup(r);
+    values.shape = valueShape;
+    for (int64_t k = 0, i = 0; i < n; ++i) {
+      if (at(i) >= 0) indices.data<int64_t>()[k++] = at(i);
+    }
+    a.indices = indices;
+    a.values = values;
+    return;
+  }
   Tensor values{Buffer::allocate(Device::cpu(), size_t(std::max<int64_t>(kept * width, 1)) * 4), DType::Float32, valueShape};
   int64_t k = 0;
   for (int64_t i = 0; i < n; ++i) {

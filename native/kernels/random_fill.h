@@ -107,5 +107,9 @@ HB_HOST_DEVICE float fillValue(const FillSpec& spec, uint64_t element) {
 
 // Fills out[0..n) on the host thread pool.
 void fillCpu(float* out, int64_t n, const FillSpec& spec);
+// Element j of row rows[k] of `table` ([*, width]) <- fillValue(spec, ids[k] * width + j):
+// row ids[k] of the table `spec` fills (ids null: row 0, for a constant), on the host
+// thread pool; cuda::initRows is its twin on a device.
+void fillRowsCpu(float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n, const FillSpec& spec);
 
 }  // namespace hb

@@ -43,4 +43,15 @@ void fillCpu(float* out, int64_t n, const FillSpec& spec) {
   portable::fill(out, n, spec);
 }
 
+void fillRowsCpu(float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n, const FillSpec& spec) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                             __builtin_cpu_supports("avx512vl");
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx512) return avx512::fillRows(table, width, rows, ids, n, spec);
+  if (avx2) return avx2::fillRows(table, width, rows, ids, n, spec);
+#endif
+  portable::fillRows(table, width, rows, ids, n, spec);
+}
+
 }  // namespace hb

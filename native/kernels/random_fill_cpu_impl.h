@@ -48,4 +48,15 @@ void fill(float* out, int64_t n, const FillSpec& spec) {
   });
 }
 
+// Row ids[k] of the table `spec` fills, into row rows[k] of `table` (ids null: row 0).
+void fillRows(float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n, const FillSpec& spec) {
+  const uint64_t stream = seedStream(spec.seed);
+  parallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(width, 1)), [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const uint64_t first = ids ? logicalIndex(spec, uint64_t(ids[k]) * uint64_t(width)) : 0;
+      fillContiguous(table + rows[k] * width, width, spec, stream, first);
+    }
+  });
+}
+
 }  // namespace HB_FILL_NAMESPACE
