@@ -74,6 +74,16 @@ SparseLookupRequest entryLookup(const KernelArgs& args, const Tensor& table, boo
   return r;
 }
 
+// Whether the lookup kernels compute this combine: they prune an entry whose weight is not
+// > 0 under 'mean' / 'sqrtn' (prune_ids does so before a chain's combine), which this op
+// counts; such entries go the host way.
+bool lookupComputesIt(const KernelArgs& args, bool weighted, size_t weightsIndex) {
+  if (!weighted || Combiner(int32_t(args.attrs[0])) == Combiner::Sum) return true;
+  const Tensor& w = args.in[weightsIndex];
+  const float* p = w.data<float>();
+  return std::all_of(p, p + w.size(), [](float x) { return x > 0.0f; });
+}
+
 // Host memory for a result whose place is `out`: out itself, or a host buffer to copy there.
 Tensor hostSide(const Tensor& out) {
   if (!out.device().isCuda()) return out;
@@ -101,7 +111,7 @@ void segmentCombineKernel(KernelArgs& args) {
                 " rows but the batch has ", out.shape.empty() ? 0 : out.shape[0]);
   HB_CHECK_CODE(out.shape[1] == dim, Shape, args.name, ": the output must be [", batch, ", ", dim, "], got ",
                 out.shapeString());
-  if (rows.device().isCuda() && out.device() == rows.device()) {
+  if (rows.device().isCuda() && out.device() == rows.device() && lookupComputesIt(args, weighted, 3)) {
     runSparseLookupInto(entryLookup(args, rows, hasIdx, weighted, 3), out);
     return;
   }
@@ -154,7 +164,7 @@ void segmentCombineGradKernel(KernelArgs& args) {
   const int64_t rows = hasIdx ? (args.in[4].shape.empty() ? 1 : args.in[4].shape[0]) : entries;
   checkSegments(args, splits, rows, hasIdx, weighted, 2, 3);
   Tensor& out = allocateOutput(args, 0, {rows, dim});
-  if (dy.device().isCuda() && out.device() == dy.device()) {
+  if (dy.device().isCuda() && out.device() == dy.device() && lookupComputesIt(args, weighted, 3)) {
     // The lookup's backward over a table of the rows' shape (out stands in: with no
     // clipping the backward reads no row), then each distinct row's sum put in place.
     const LookupGradient g = runLookupBackward(entryLookup(args, out, hasIdx, weighted, 3), dy);
