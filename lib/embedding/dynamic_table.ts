@@ -153,27 +153,17 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
       owned.push(distinct, inverse);
       const rows = new Tensor((await native.kernelRun('dynamic_rows', [this.handleTensor!.handle, distinct.handle], [{ dtype: 'int64' }], { train: false }, `${name}/dynamic_rows`))[0]!);
       owned.push(rows);
-      let [gathered] = (await native.kernelRun('gather_rows', [this.variable.handle, rows.handle], [{ dtype: 'float32' }], { maxNorm: options.maxNorm ?? 0 }, `${name}/gather_rows`)).map((h) => new Tensor(h!));
+      const [gathered] = (await native.kernelRun('gather_rows', [this.variable.handle, rows.handle], [{ dtype: 'float32' }], { maxNorm: options.maxNorm ?? 0 }, `${name}/gather_rows`)).map((h) => new Tensor(h!));
       owned.push(gathered);
-      // The combine runs on the host (as in a step); the result goes where the rows are.
-      const device = this.variable.device;
-      if (device !== 'cpu') {
-        const moved = native.tensorCopy(gathered.handle, 'cpu');
-        await moved.done;
-        owned.push((gathered = new Tensor(moved.handle)));
-      }
-      const combined = new Tensor((await native.kernelRun(
+      // Combined where the rows are (the table's device), its ids read on the host.
+      const out = await native.kernelRun(
         'segment_combine',
         [gathered.handle, prunedSplits!.handle, inverse.handle, prunedWeights ? prunedWeights.handle : null],
         [[ids.nrows, this.spec.dim]],
         { combiner: options.combiner },
         name,
-      ))[0]!);
-      if (device === 'cpu') return combined;
-      owned.push(combined);
-      const placed = native.tensorCopy(combined.handle, device);
-      await placed.done;
-      return new Tensor(placed.handle);
+      );
+      return new Tensor(out[0]!);
     } finally {
       for (const t of owned) t.dispose();
     }
