@@ -13,7 +13,7 @@ pinDevice('cpu');
 
 const f = Math.fround;
 const OP = 'model/layer_1/op'; // the graph op name every error must name
-const SUM_BLOCK = 4096; // dense_math.h's kSumBlock
+const SUM_BLOCK = 256; // dense_math.h's kSumBlock
 
 type Output = number[] | NativeTensorHandle;
 
