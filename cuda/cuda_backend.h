@@ -52,10 +52,16 @@ size_t deviceSpaceBacked(const DeviceSpace& space);
 
 // Rows of a [*, width] float32 table in device memory, named by host row lists
 // (cuda/table_rows.cu); the CPU does the same in native/embedding/dynamic_table.cc.
-// Element j of rows[k] <- fillValue(spec, ids[k] * width + j): row ids[k] of a table made
-// with `spec` (ids null: element j of row 0, which a constant spec needs).
-void initRows(int device, float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n,
-              const FillSpec& spec);
+// For each block: element j of its rows[k] <- fillValue(spec, ids[k] * width + j), row
+// ids[k] of a table made with `spec` (byId false: element j of row 0, which a constant
+// spec needs). The row list and ids go to the device once for every block.
+struct RowFill {
+  float* table;
+  int64_t width;
+  FillSpec spec;
+  bool byId;
+};
+void initRows(int device, const std::vector<RowFill>& blocks, const int64_t* rows, const int64_t* ids, int64_t n);
 // rows[k] of `table` <- hostRows[k]; hostRows[k] <- rows[k] of `table`.
 void writeRows(int device, float* table, int64_t width, const int64_t* rows, int64_t n, const float* hostRows);
 void readRows(int device, const float* table, int64_t width, const int64_t* rows, int64_t n, float* hostRows);

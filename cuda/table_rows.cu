@@ -61,14 +61,18 @@ void finish(DeviceContext& context, const char* what) {
 
 }  // namespace
 
-void initRows(int device, float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n, const FillSpec& spec) {
+void initRows(int device, const std::vector<RowFill>& blocks, const int64_t* rows, const int64_t* ids, int64_t n) {
   DeviceContext& context = useDevice(device);
-  forEachChunk(n, width, [&](int64_t at, int64_t m) {
+  int64_t widest = 1;
+  for (const RowFill& b : blocks) widest = std::max(widest, b.width);
+  forEachChunk(n, widest, [&](int64_t at, int64_t m) {
     Scratch deviceRows, deviceIds;
     stage(device, deviceRows, rows + at, m);
     if (ids) stage(device, deviceIds, ids + at, m);
-    launchKernel(initRowsKernel, elementBlocks(m * width), kElementThreads, 0, context.compute, table, width,
-                 deviceRows.as<const int64_t>(), ids ? deviceIds.as<const int64_t>() : nullptr, m, spec);
+    for (const RowFill& b : blocks) {
+      launchKernel(initRowsKernel, elementBlocks(m * b.width), kElementThreads, 0, context.compute, b.table, b.width,
+                   deviceRows.as<const int64_t>(), b.byId ? deviceIds.as<const int64_t>() : nullptr, m, b.spec);
+    }
     finish(context, "initRows kernel");
   });
 }

@@ -30,7 +30,7 @@ std::shared_ptr<DeviceSpace> reserveDeviceSpace(int, size_t) { notCompiled(); }
 void* deviceSpaceBase(const DeviceSpace&) { notCompiled(); }
 void backDeviceSpace(DeviceSpace&, size_t) { notCompiled(); }
 size_t deviceSpaceBacked(const DeviceSpace&) { notCompiled(); }
-void initRows(int, float*, int64_t, const int64_t*, const int64_t*, int64_t, const FillSpec&) { notCompiled(); }
+void initRows(int, const std::vector<RowFill>&, const int64_t*, const int64_t*, int64_t) { notCompiled(); }
 void writeRows(int, float*, int64_t, const int64_t*, int64_t, const float*) { notCompiled(); }
 void readRows(int, const float*, int64_t, const int64_t*, int64_t, float*) { notCompiled(); }
 void placeRows(int, float*, int64_t, const int64_t*, int64_t, const float*) { notCompiled(); }

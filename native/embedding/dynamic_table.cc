@@ -257,13 +257,13 @@ void DynamicTable::initRows(const int64_t* rows, const int64_t* ids, int64_t n) 
   const int64_t dim = config_.dim;
   if (onDevice()) {
     // The same values as below, by the same fillValue, in one kernel per block.
-    const int device = config_.device.index;
-    cuda::initRows(device, values_.data<float>(), dim, rows, ids, n, config_.init);
+    std::vector<cuda::RowFill> blocks{{values_.data<float>(), dim, config_.init, true}};
     for (const Slot& slot : slots_) {
       FillSpec constant;
       constant.value = slot.initial;
-      cuda::initRows(device, slot.tensor.data<float>(), slot.width, rows, nullptr, n, constant);
+      blocks.push_back({slot.tensor.data<float>(), slot.width, constant, false});
     }
+    cuda::initRows(config_.device.index, blocks, rows, ids, n);
     return;
   }
   fillRowsCpu(values_.data<float>(), dim, rows, ids, n, config_.init);
@@ -759,7 +759,7 @@ void DynamicTable::writePlacedRows(const DynamicTableSnapshot& saved, const std:
     } else {
       FillSpec constant;
       constant.value = slots_[j].initial;
-      cuda::initRows(device, to, slots_[j].width, rows.data(), nullptr, n, constant);
+      cuda::initRows(device, {{to, slots_[j].width, constant, false}}, rows.data(), nullptr, n);
     }
   }
 }

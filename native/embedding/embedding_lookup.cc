@@ -151,4 +151,20 @@ void runSparseLookupInto(const SparseLookupRequest& r, const Tensor& out) {
   cuda::embeddingLookup(device.index, args);
 }
 
+SparseLookupRequest oneRowPerBag(const Tensor& table, const Tensor& ids, const std::string& name, float maxNorm) {
+  SparseLookupRequest r;
+  r.table = table;
+  r.name = name;
+  r.ids = ids;
+  r.combiner = Combiner::Sum;
+  r.maxNorm = maxNorm;
+  const int64_t n = ids.size();
+  HB_CHECK_CODE(n < (int64_t(1) << 31), OutOfRange, name, ": at most 2^31 - 1 ids, got ", n);
+  r.rowSplits = Tensor{Buffer::allocate(Device::cpu(), size_t(n + 1) * 4), DType::Int32, {n + 1}};
+  int32_t* splits = r.rowSplits.data<int32_t>();
+  for (int64_t i = 0; i <= n; ++i) splits[i] = int32_t(i);
+  checkLookupShapes(r);
+  return r;
+}
+
 }  // namespace hb

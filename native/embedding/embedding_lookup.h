@@ -34,4 +34,8 @@ Tensor runSparseLookup(const SparseLookupRequest& request);
 // The same into `out`, a float32 [batch, dim] tensor on the table's device.
 void runSparseLookupInto(const SparseLookupRequest& request, const Tensor& out);
 
+// A lookup of each id alone (rowSplits 0, 1, ..., n; 'sum' of one row is that row): the
+// rows of `table` that `ids` (host int32 / int64) name, gathered on the table's device.
+SparseLookupRequest oneRowPerBag(const Tensor& table, const Tensor& ids, const std::string& name, float maxNorm);
+
 }  // namespace hb

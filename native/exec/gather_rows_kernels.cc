@@ -15,23 +15,6 @@ namespace hb {
 
 namespace {
 
-// A lookup of each id alone (rowSplits 0, 1, ..., n).
-SparseLookupRequest oneRowPerBag(const KernelArgs& args, float maxNorm) {
-  SparseLookupRequest r;
-  r.table = args.in[0];
-  r.name = args.name;
-  r.ids = args.in[1];
-  r.combiner = Combiner::Sum;
-  r.maxNorm = maxNorm;
-  const int64_t n = r.ids.size();
-  HB_CHECK_CODE(n < (int64_t(1) << 31), OutOfRange, args.name, ": at most 2^31 - 1 ids, got ", n);
-  r.rowSplits = Tensor{Buffer::allocate(Device::cpu(), size_t(n + 1) * 4), DType::Int32, {n + 1}};
-  int32_t* splits = r.rowSplits.data<int32_t>();
-  for (int64_t i = 0; i <= n; ++i) splits[i] = int32_t(i);
-  checkLookupShapes(r);
-  return r;
-}
-
 // `rows` (on the table's device) into out[index], wherever that output goes.
 void writeRows(KernelArgs& args, size_t index, const SparseLookupRequest& r, float maxNorm) {
   const std::vector<int64_t> shape{r.ids.size(), r.table.shape[1]};
@@ -44,13 +27,13 @@ void writeRows(KernelArgs& args, size_t index, const SparseLookupRequest& r, flo
 void gatherRowsKernel(KernelArgs& args) {
   const float maxNorm = float(args.attrs[0]);
   HB_CHECK(maxNorm >= 0.0f, args.name, ": maxNorm must be >= 0, got ", maxNorm);
-  writeRows(args, 0, oneRowPerBag(args, maxNorm), maxNorm);
+  writeRows(args, 0, oneRowPerBag(args.in[0], args.in[1], args.name, maxNorm), maxNorm);
 }
 
 void gatherRowsClipGradKernel(KernelArgs& args) {
   const float maxNorm = float(args.attrs[0]);
   HB_CHECK(maxNorm > 0.0f, args.name, ": gather_rows_clip_grad needs maxNorm > 0, got ", maxNorm);
-  const SparseLookupRequest r = oneRowPerBag(args, 0.0f);
+  const SparseLookupRequest r = oneRowPerBag(args.in[0], args.in[1], args.name, 0.0f);
   const int64_t n = r.ids.size();
   const int64_t dim = r.table.shape[1];
   const Tensor& dRows = args.in[2];

@@ -74,21 +74,14 @@ void dropMissingRows(OptimizerApplyRequest& a, const std::string& name) {
   std::vector<int64_t> valueShape = a.values.shape;
   valueShape[0] = kept;
   if (a.values.device().isCuda()) {
-    SparseLookupRequest r;
-    r.name = name;
-    r.table = Tensor{a.values.buffer, DType::Float32, {n, width}};
-    r.ids = indices;  // first the positions kept, then the rows they name
-    r.combiner = Combiner::Sum;
-    r.rowSplits = Tensor{Buffer::allocate(Device::cpu(), size_t(kept + 1) * 4), DType::Int32, {kept + 1}};
+    Tensor positions{Buffer::allocate(Device::cpu(), size_t(std::max<int64_t>(kept, 1)) * 8), DType::Int64, {kept}};
     for (int64_t k = 0, i = 0; i < n; ++i) {
-      if (at(i) >= 0) indices.data<int64_t>()[k++] = i;
+      if (at(i) < 0) continue;
+      positions.data<int64_t>()[k] = i;
+      indices.data<int64_t>()[k++] = at(i);
     }
-    for (int64_t k = 0; k <= kept; ++k) r.rowSplits.data<int32_t>()[k] = int32_t(k);
-    Tensor values = runSparseLookup(r);
+    Tensor values = runSparseLookup(oneRowPerBag(Tensor{a.values.buffer, DType::Float32, {n, width}}, positions, name, 0.0f));
     values.shape = valueShape;
-    for (int64_t k = 0, i = 0; i < n; ++i) {
-      if (at(i) >= 0) indices.data<int64_t>()[k++] = at(i);
-    }
     a.indices = indices;
     a.values = values;
     return;
