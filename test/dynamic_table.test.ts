@@ -5,7 +5,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as hb from '../lib';
-import { cudaAvailable, describeCuda, pinDevice } from './support/devices';
+import { cudaAvailable, cudaEmulated, describeCuda, loadedAddonPath, pinDevice } from './support/devices';
 import { cliPath, killAll, repoRoot, runNode } from './support/processes';
 
 pinDevice('cpu');
@@ -459,6 +459,34 @@ function nativeTable(name: string) {
 describeCuda('the native dynamic table with its rows on the device', () => {
   const { native, rowsFor, snapshot, makeTable } = nativeTable('device_t');
   const make = (device: string, o: Record<string, unknown> = {}) => makeTable({ dim: 64, device, ...o });
+
+  (cudaEmulated ? test : test.skip)('in a child process on a 64 MiB device: rows that do not fit fail the step with an Error, and the table keeps what it had', () => {
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const script = `
+      const { native } = require(${JSON.stringify(require.resolve('../dist/native'))});
+      (async () => {
+        const t = native.dynamicTableCreate({ name: 'small_device', dim: 64, init: { kind: 'truncatedNormal', stddev: 1, seed: 3 }, admitMinCount: 1, evictAfterSteps: 0, maxRows: 0, device: 'cuda' });
+        native.dynamicTableAddSlot(t.id, 0.1, false);
+        const lookup = (ids, step) => native.kernelRun('dynamic_rows', [t.handle, native.tensorFromTypedArray(BigInt64Array.from(ids, BigInt), [ids.length], 'cpu')], [{ dtype: 'int64' }], { train: true, step }, 'small_device');
+        await lookup(Array.from({ length: 1000 }, (_, i) => i), 0);
+        let error = '';
+        // 300k rows of 64 floats and their slot: 154 MB.
+        await lookup(Array.from({ length: 300000 }, (_, i) => 1000 + i), 1).catch((e) => { error = String(e.message); });
+        const after = native.dynamicTableStats(t.id);
+        await lookup([5, 2000000], 2);
+        console.log(JSON.stringify({ error, rowsAfterFailure: after.rows, rowsAtEnd: native.dynamicTableStats(t.id).rows }));
+      })().catch((e) => { console.error(e); process.exit(1); });
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, HB_ADDON: loadedAddonPath(), HB_CUDA_EMULATE_MEMORY_MIB: '64' },
+      timeout: 60_000,
+    });
+    expect({ signal: r.signal, status: r.status, stderr: r.stderr.trim() }).toEqual({ signal: null, status: 0, stderr: '' });
+    const out = JSON.parse(r.stdout.trim());
+    expect(out.error).toMatch(/out of device memory: \d+ more bytes for a dynamic table's rows.*embMaxRows.*embDevice: 'cpu'/);
+    expect(out).toMatchObject({ rowsAfterFailure: 1000, rowsAtEnd: 1001 });
+  });
 
   test('rows made past the first backed block, evicted, capped and restored hold what the host table holds', async () => {
     // 256 B a row: 20000 rows take several 2 MiB steps of device memory.
