@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include "native/core/thread_pool.h"
 #include "native/kernels/embedding_lookup.h"
@@ -12,6 +13,12 @@ namespace {
 // flat id stream, across bag boundaries, so a bag's first rows are already on their
 // way while the previous bag finishes (bags of ~20 ids would otherwise start cold).
 constexpr int64_t kPrefetchDistance = 16;
+
+// The kernel's 8-float vectors only live in registers of inlined code: the ABI note GCC
+// gives about passing them without AVX does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 #define HB_LOOKUP_NAMESPACE portable
 #include "native/kernels/embedding_lookup_cpu_impl.h"

@@ -13,15 +13,23 @@ inline void prefetchRow(const float* row, int64_t dim) {
   for (int64_t offset = 0; offset < size; offset += 64) __builtin_prefetch(bytes + offset, 0, 3);
 }
 
-// kDim > 0: the row width is known at compile time, so a bag's running sum stays in
-// registers; kDim == 0: any width, summed in the output row.
-template <typename Id, bool kWeighted, bool kClipped, int kDim>
-void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag) {
-  const int64_t dim = kDim > 0 ? kDim : a.dim;
-  float* __restrict out = a.out + bag * dim;
-  float fixedAcc[kDim > 0 ? kDim : 1];
-  float* __restrict acc = kDim > 0 ? fixedAcc : out;
-  for (int64_t k = 0; k < dim; ++k) acc[k] = 0.0f;
+// 8 floats: one AVX register, two SSE registers, or plain scalar code on other targets.
+typedef float FloatLanes __attribute__((vector_size(8 * sizeof(float))));
+constexpr int kFloatLanes = 8;
+
+inline FloatLanes loadLanes(const float* from) {
+  FloatLanes lanes;
+  std::memcpy(&lanes, from, sizeof(lanes));
+  return lanes;
+}
+
+inline void storeLanes(float* to, FloatLanes lanes) { std::memcpy(to, &lanes, sizeof(lanes)); }
+
+// Calls addRow(row, weight) for each entry of the bag that counts, prefetching the rows
+// kPrefetchDistance entries ahead, and returns what the sum is divided by (1 under sum,
+// or when no entry counted; x / 1 is x, so callers may skip that division).
+template <typename Id, bool kWeighted, typename AddRow>
+inline float forEachBagRow(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, int64_t dim, AddRow addRow) {
   const int64_t begin = a.rowSplits[bag];
   const int64_t end = a.rowSplits[bag + 1];
   float weightSum = 0.0f;
@@ -36,26 +44,63 @@ void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag) {
     const float weight = kWeighted ? a.weights[j] : 1.0f;
     if (!keepLookupEntry(id, weight, kWeighted, a.combiner)) continue;
     any = true;
-    const float* __restrict row = a.table + static_cast<int64_t>(id) * dim;
-    if (kClipped) {
-      const float divisor = clipByNormDivisor(row, dim, a.maxNorm);
-      for (int64_t k = 0; k < dim; ++k) {
-        acc[k] = addRn(acc[k], mulRn(clipByNorm(row[k], a.maxNorm, divisor), weight));
-      }
-    } else if (kWeighted) {
-      for (int64_t k = 0; k < dim; ++k) acc[k] = addRn(acc[k], mulRn(row[k], weight));
-    } else {
-      for (int64_t k = 0; k < dim; ++k) acc[k] = addRn(acc[k], row[k]);
-    }
+    addRow(a.table + static_cast<int64_t>(id) * dim, weight);
     weightSum = addRn(weightSum, weight);
     squaredWeightSum = addRn(squaredWeightSum, mulRn(weight, weight));
   }
-  if (any && a.combiner != Combiner::Sum) {
-    const float divisor = combinerDivisor(a.combiner, weightSum, squaredWeightSum);
-    for (int64_t k = 0; k < dim; ++k) acc[k] = divRn(acc[k], divisor);
+  return any && a.combiner != Combiner::Sum ? combinerDivisor(a.combiner, weightSum, squaredWeightSum) : 1.0f;
+}
+
+// acc[k] += row[k] * weight (clipped to maxNorm first), one rounding per operation.
+template <bool kWeighted, bool kClipped>
+inline void addWeightedRow(float* __restrict acc, const float* __restrict row, int64_t dim, float weight, float maxNorm) {
+  if (kClipped) {
+    const float divisor = clipByNormDivisor(row, dim, maxNorm);
+    for (int64_t k = 0; k < dim; ++k) acc[k] = addRn(acc[k], mulRn(clipByNorm(row[k], maxNorm, divisor), weight));
+  } else if (kWeighted) {
+    for (int64_t k = 0; k < dim; ++k) acc[k] = addRn(acc[k], mulRn(row[k], weight));
+  } else {
+    for (int64_t k = 0; k < dim; ++k) acc[k] = addRn(acc[k], row[k]);
   }
-  if (kDim > 0) {
-    for (int64_t k = 0; k < dim; ++k) out[k] = acc[k];
+}
+
+// kDim > 0 (a multiple of 8): the row width is known at compile time, so a bag's running
+// sum is kDim / 8 vectors of 8 floats held in registers. (A float array here was kept on
+// the stack: zeroed with rep stos, stored and copied out per bag, and those stores held
+// back the prefetches of the rows ahead: 2.5x slower on 1-id bags.) Vector adds and
+// multiplies round once per lane, as the scalar code does. kDim == 0: any width, summed
+// in the output row.
+template <typename Id, bool kWeighted, bool kClipped, int kDim>
+inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag) {
+  const float maxNorm = a.maxNorm;
+  if constexpr (kDim > 0) {
+    static_assert(kDim % kFloatLanes == 0, "fixed widths are whole vectors");
+    constexpr int kVectors = kDim / kFloatLanes;
+    FloatLanes acc[kVectors];
+#pragma GCC unroll 16
+    for (int v = 0; v < kVectors; ++v) acc[v] = FloatLanes{};
+    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, kDim, [&](const float* row, float weight) {
+      const float clipDivisor = kClipped ? clipByNormDivisor(row, kDim, maxNorm) : 1.0f;
+#pragma GCC unroll 16
+      for (int v = 0; v < kVectors; ++v) {
+        FloatLanes value = loadLanes(row + v * kFloatLanes);
+        if (kClipped) value = (value * maxNorm) / clipDivisor;
+        if (kClipped || kWeighted) value = value * weight;
+        acc[v] = acc[v] + value;
+      }
+    });
+    float* out = a.out + bag * kDim;
+#pragma GCC unroll 16
+    for (int v = 0; v < kVectors; ++v) storeLanes(out + v * kFloatLanes, divisor != 1.0f ? acc[v] / divisor : acc[v]);
+  } else {
+    float* __restrict out = a.out + bag * a.dim;
+    for (int64_t k = 0; k < a.dim; ++k) out[k] = 0.0f;
+    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, a.dim, [&](const float* row, float weight) {
+      addWeightedRow<kWeighted, kClipped>(out, row, a.dim, weight, maxNorm);
+    });
+    if (divisor != 1.0f) {
+      for (int64_t k = 0; k < a.dim; ++k) out[k] = divRn(out[k], divisor);
+    }
   }
 }
 
