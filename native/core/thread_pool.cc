@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -13,9 +14,49 @@ namespace hb {
 
 namespace {
 
+// How long a thread polls for the next job, or for its helpers to finish, before it
+// sleeps on a condition variable. Waking a sleeping thread costs tens of microseconds on
+// the VMs this runs on (a futex wake and an inter-processor interrupt through the
+// hypervisor), about what a 4096-bag lookup takes: a step's parallel loops come back to
+// back, so polling a little keeps the helpers awake between them (as OpenMP runtimes do).
+// HB_SPIN_US sets it (0: sleep at once).
+std::chrono::microseconds configuredSpin() {
+  if (const char* env = std::getenv("HB_SPIN_US")) {
+    char* end = nullptr;
+    const long us = std::strtol(env, &end, 10);
+    // Anything but a whole number >= 0 keeps the default.
+    if (end != env && *end == '\0' && us >= 0) return std::chrono::microseconds(std::min(us, 100000L));
+  }
+  return std::chrono::microseconds(200);
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Polls ready() for up to `spin`; true once it holds.
+template <typename Ready>
+bool pollFor(std::chrono::microseconds spin, Ready ready) {
+  if (spin.count() == 0) return ready();
+  const auto deadline = std::chrono::steady_clock::now() + spin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      cpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int size) : size_(size) {
+  explicit ThreadPool(int size) : size_(size), spin_(configuredSpin()) {
     for (int i = 1; i < size; ++i) workers_.emplace_back([this] { workerLoop(); });
   }
 
@@ -30,7 +71,8 @@ class ThreadPool {
       return;
     }
     std::lock_guard<std::mutex> turn(turnMutex_);
-    // At most a few chunks per thread: fewer hand-offs, still some balancing.
+    // At most a few chunks per thread: fewer hand-offs, still some balancing (and a
+    // helper that wakes late finds the caller has taken its share).
     const int64_t target = std::min<int64_t>(chunks, int64_t(size_) * 4);
     const int64_t chunk = (n + target - 1) / target;
     Job job;
@@ -38,16 +80,27 @@ class ThreadPool {
     job.n = n;
     job.chunk = chunk;
     job.chunks = (n + chunk - 1) / chunk;
+    job.unfinished.store(job.chunks);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     work(job);
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return job.finished == job.chunks && busyWorkers_ == 0; });
-    job_ = nullptr;
+    // Every chunk done and no helper still inside the job (one may hold it after its
+    // last chunk) before the job's memory goes.
+    auto finished = [&] {
+      return job.unfinished.load(std::memory_order_acquire) == 0 && busyWorkers_.load(std::memory_order_acquire) == 0;
+    };
+    pollFor(spin_, finished);
+    {
+      // Checked again under the mutex: a helper takes the job (busyWorkers_) under it, so
+      // none can pick it up between this check and its withdrawal.
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, finished);
+      job_ = nullptr;
+    }
     if (job.error) std::rethrow_exception(job.error);
   }
 
@@ -58,7 +111,7 @@ class ThreadPool {
     int64_t chunk = 1;
     int64_t chunks = 0;
     std::atomic<int64_t> next{0};
-    int64_t finished = 0;  // guarded by mutex_
+    std::atomic<int64_t> unfinished{0};
     std::exception_ptr error;  // guarded by mutex_
   };
 
@@ -77,40 +130,45 @@ class ThreadPool {
       }
       ++done;
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    job.finished += done;
-    if (error && !job.error) job.error = error;
+    if (error) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!job.error) job.error = error;
+    }
+    if (done > 0) job.unfinished.fetch_sub(done, std::memory_order_acq_rel);
   }
 
   void workerLoop() {
     uint64_t seen = 0;
     for (;;) {
+      pollFor(spin_, [&] { return generation_.load(std::memory_order_acquire) != seen; });
       Job* job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_ != seen && job_ != nullptr; });
-        seen = generation_;
+        wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen && job_ != nullptr; });
+        seen = generation_.load(std::memory_order_relaxed);
         job = job_;
-        ++busyWorkers_;
+        busyWorkers_.fetch_add(1, std::memory_order_relaxed);
       }
       work(*job);
       {
+        // Under the mutex, so a caller between its check and its wait cannot miss it.
         std::lock_guard<std::mutex> lock(mutex_);
-        --busyWorkers_;
+        busyWorkers_.fetch_sub(1, std::memory_order_release);
       }
       done_.notify_all();
     }
   }
 
   const int size_;
+  const std::chrono::microseconds spin_;
   std::vector<std::thread> workers_;
   std::mutex turnMutex_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int busyWorkers_ = 0;
+  Job* job_ = nullptr;                      // guarded by mutex_
+  std::atomic<uint64_t> generation_{0};     // written under mutex_, polled without it
+  std::atomic<int> busyWorkers_{0};         // written under mutex_, polled without it
 };
 
 int configuredSize() {
