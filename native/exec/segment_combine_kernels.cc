@@ -11,6 +11,7 @@
 // the fused lookup's CUDA kernels and their backward, which give the CPU's bits.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "native/core/status.h"
@@ -176,28 +177,45 @@ void segmentCombineGradKernel(KernelArgs& args) {
   const Tensor hostGrad = onDevice(dy, Device::cpu());
   const Tensor result = hostSide(out);
   float* o = result.data<float>();
-  if (result.bytes()) std::memset(o, 0, result.bytes());
   const float* g = hostGrad.data<float>();
   const int32_t* s = splits.data<int32_t>();
   const EntryRows entry{hasIdx ? args.in[2].data<int32_t>() : nullptr};
   const float* w = weighted ? args.in[3].data<float>() : nullptr;
   const int64_t batch = splits.size() - 1;
-  // Bag by bag, entry by entry: a row's contributions add in entry order.
-  for (int64_t b = 0; b < batch; ++b) {
-    float weightSum = 0.0f, squaredWeightSum = 0.0f;
-    for (int64_t j = s[b]; j < s[b + 1]; ++j) {
-      const float weight = weighted ? w[j] : 1.0f;
-      weightSum = addRn(weightSum, weight);
-      squaredWeightSum = addRn(squaredWeightSum, mulRn(weight, weight));
+  std::vector<BagGradientFactors> factors(size_t(std::max<int64_t>(batch, 0)));
+  parallelFor(batch, 1024, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      float weightSum = 0.0f, squaredWeightSum = 0.0f;
+      for (int64_t j = s[b]; j < s[b + 1]; ++j) {
+        const float weight = weighted ? w[j] : 1.0f;
+        weightSum = addRn(weightSum, weight);
+        squaredWeightSum = addRn(squaredWeightSum, mulRn(weight, weight));
+      }
+      factors[size_t(b)] = gradientFactors(weighted, weightSum, squaredWeightSum, combiner);
     }
-    const BagGradientFactors f = gradientFactors(weighted, weightSum, squaredWeightSum, combiner);
-    const float* gb = g + b * dim;
-    for (int64_t j = s[b]; j < s[b + 1]; ++j) {
-      float* row = o + entry.at(j) * dim;
-      const float weight = weighted ? w[j] : 1.0f;
-      for (int64_t k = 0; k < dim; ++k) row[k] = addRn(row[k], lookupGradContribution(gb[k], weighted, combiner, f, weight));
+  });
+  // Each thread owns a range of rows and walks every entry in order, adding only into its
+  // own rows: a row's contributions add in entry order (the same bits on any number of
+  // threads, and as the device's backward), with no two threads writing one row.
+  const int64_t owners = entries * dim >= (int64_t(1) << 16) ? std::min<int64_t>(threadPoolSize(), rows) : 1;
+  parallelFor(owners, 1, [&](int64_t first, int64_t last) {
+    for (int64_t owner = first; owner < last; ++owner) {
+      const int64_t rowBegin = rows * owner / owners;
+      const int64_t rowEnd = rows * (owner + 1) / owners;
+      if (rowEnd > rowBegin) std::memset(o + rowBegin * dim, 0, size_t((rowEnd - rowBegin) * dim) * sizeof(float));
+      for (int64_t b = 0; b < batch; ++b) {
+        const BagGradientFactors& f = factors[size_t(b)];
+        const float* gb = g + b * dim;
+        for (int64_t j = s[b]; j < s[b + 1]; ++j) {
+          const int64_t r = entry.at(j);
+          if (r < rowBegin || r >= rowEnd) continue;
+          float* row = o + r * dim;
+          const float weight = weighted ? w[j] : 1.0f;
+          for (int64_t k = 0; k < dim; ++k) row[k] = addRn(row[k], lookupGradContribution(gb[k], weighted, combiner, f, weight));
+        }
+      }
     }
-  }
+  });
   copyBack(result, out);
 }
 
