@@ -29,6 +29,30 @@ export interface NativeTensorHandle {
   dispose(): void;
 }
 
+/** One column of a block for rowBlock (see native/kernels/row_gather.h for the shapes). */
+export interface NativeRowBlockColumn {
+  name: string;
+  /** A row is a range of items; null: a row is one item. */
+  rowSplits: Int32Array | null;
+  /** Arrays indexed by item (null: a string column's flags, all 1). */
+  itemArrays: Array<Uint8Array | Int32Array | Float32Array | Float64Array | BigInt64Array | null>;
+  /** Items are byte strings: offsets into `bytes`; null: no bytes. */
+  itemOffsets: Int32Array | null;
+  bytes: Uint8Array | null;
+}
+
+/** A block of columns copied into native memory (rowBlock), for gatherRows. */
+export interface NativeRowBlock {
+  readonly rows: number;
+}
+
+export interface NativeRowGatherResult {
+  rowSplits: Int32Array | null;
+  itemArrays: Array<Uint8Array | Int32Array | Float32Array | Float64Array | BigInt64Array>;
+  itemOffsets: Int32Array | null;
+  bytes: Uint8Array | null;
+}
+
 export interface LibraryReport {
   loaded: boolean;
   version?: string;
@@ -249,6 +273,17 @@ export interface NativeAddon {
     combiner: NativeCombiner,
     maxNorm: number,
   ): Promise<NativeTensorHandle>;
+
+  /** A block of columns copied into native memory now (checked once), for gatherRows. */
+  rowBlock(columns: NativeRowBlockColumn[]): NativeRowBlock;
+  /** Gives a block's memory back now (gathers in flight keep what they read). */
+  rowBlockRelease(block: NativeRowBlock): void;
+
+  /**
+   * Row i of each column is row rows[i] of blocks[which[i]]: the input pipeline's shuffle,
+   * gathered on a native queue of its own, off the JS thread.
+   */
+  gatherRows(blocks: NativeRowBlock[], which: Int32Array, rows: Int32Array): Promise<NativeRowGatherResult[]>;
 
   /** The kernel table: names, inputs, outputs, dtypes, attrs (native/exec/kernel_def.h). */
   kernelRegistry(): NativeKernelRegistry;

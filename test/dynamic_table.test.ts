@@ -450,7 +450,7 @@ function nativeTable(name: string) {
   };
   const snapshot = async (id: number) => {
     const s = await native.dynamicTableSnapshot(id, false);
-    const slot = s.slots.length ? Array.from((await native.tensorData(s.slots[0])) as Float32Array) : undefined;
+    const slot = s.slots.length ? Array.from((await native.tensorData(s.slots[0]!)) as Float32Array) : undefined;
     return { raw: s, ids: Array.from((await native.tensorData(s.ids)) as BigInt64Array, Number), values: Array.from((await native.tensorData(s.values)) as Float32Array), slot };
   };
   return { native, makeTable, rowsFor, snapshot };

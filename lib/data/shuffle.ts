@@ -1,15 +1,17 @@
 // tf.data's shuffle, over rows: a buffer of `bufferSize` rows; each incoming row takes
 // the place of a uniformly chosen buffered row, which goes out. The buffer holds
-// references (block, row) rather than copies, and each outgoing block is one gather per
-// column from the blocks it references.
+// references (block, row) into blocks kept in native memory (each block copied there
+// once as it arrives), and each outgoing block is one native gather of every column from
+// the blocks it references, off the JS thread (row_gather.ts).
 import type { Batch, Column } from './batch';
-import { batchRows, FlatBatch, flatten, gatherColumn, unflatten } from './columns';
+import { batchRows, FlatBatch, flatten, unflatten } from './columns';
+import { gatherColumns, releaseRowBlock, RowBlock, rowBlock } from './row_gather';
 import { mix, RowRandom } from './synthetic_model';
 
 export async function* shuffleRows(source: AsyncIterable<Batch<Column>>, bufferSize: number, seed: number): AsyncGenerator<Batch<Column>> {
   const random = new RowRandom(seed, 0);
   const pick = (n: number) => Math.floor(random.next() * n);
-  const blocks: Array<FlatBatch | undefined> = [];
+  const blocks: Array<RowBlock | undefined> = [];
   const references: number[] = []; // live references into each block
   const bufferBlock = new Int32Array(bufferSize);
   const bufferRow = new Int32Array(bufferSize);
@@ -17,7 +19,7 @@ export async function* shuffleRows(source: AsyncIterable<Batch<Column>>, bufferS
   let layout: FlatBatch | undefined;
   let lastRows = 1;
 
-  const emit = (which: Int32Array, rows: Int32Array): Batch<Column> => {
+  const emit = async (which: Int32Array, rows: Int32Array): Promise<Batch<Column>> => {
     // Gather from the blocks referenced, renumbered densely.
     const used = new Map<number, number>();
     const dense = new Int32Array(which.length);
@@ -27,11 +29,15 @@ export async function* shuffleRows(source: AsyncIterable<Batch<Column>>, bufferS
       dense[i] = d;
     }
     const sources = [...used.keys()].map((b) => blocks[b]!);
-    const columns: Column[] = layout!.columns.map((_, c) => gatherColumn(sources.map((s) => s.columns[c]), dense, rows));
+    // The native call holds the blocks it reads until it settles: they may leave the buffer now.
+    const gathered = gatherColumns(sources, dense, rows);
     for (let i = 0; i < which.length; i++) {
-      if (--references[which[i]] === 0) blocks[which[i]] = undefined;
+      if (--references[which[i]] === 0) {
+        releaseRowBlock(blocks[which[i]]!);
+        blocks[which[i]] = undefined;
+      }
     }
-    return unflatten(layout!, columns);
+    return unflatten(layout!, await gathered);
   };
 
   for await (const batch of source) {
@@ -39,9 +45,12 @@ export async function* shuffleRows(source: AsyncIterable<Batch<Column>>, bufferS
     const rows = batchRows(flat);
     if (rows === 0) continue;
     layout ??= flat;
+    if (flat.names.length !== layout.names.length || flat.names.some((n, i) => n !== layout!.names[i])) {
+      throw new Error(`hb.data: shuffle: blocks have different columns (${layout.names.join(', ')} vs ${flat.names.join(', ')})`);
+    }
     lastRows = rows;
     const id = blocks.length;
-    blocks.push(flat);
+    blocks.push(rowBlock(flat.names.map((n) => n || 'labels'), flat.columns));
     references.push(rows);
     const outBlock: number[] = [];
     const outRow: number[] = [];
@@ -58,7 +67,7 @@ export async function* shuffleRows(source: AsyncIterable<Batch<Column>>, bufferS
       bufferBlock[slot] = id;
       bufferRow[slot] = r;
     }
-    if (outBlock.length > 0) yield emit(Int32Array.from(outBlock), Int32Array.from(outRow));
+    if (outBlock.length > 0) yield await emit(Int32Array.from(outBlock), Int32Array.from(outRow));
   }
   // Drain: the rest of the buffer in random order, in blocks the size of the input's.
   for (let i = filled - 1; i > 0; i--) {
@@ -68,7 +77,7 @@ export async function* shuffleRows(source: AsyncIterable<Batch<Column>>, bufferS
   }
   for (let start = 0; start < filled; start += lastRows) {
     const end = Math.min(filled, start + lastRows);
-    yield emit(bufferBlock.slice(start, end), bufferRow.slice(start, end));
+    yield await emit(bufferBlock.slice(start, end), bufferRow.slice(start, end));
   }
 }
 

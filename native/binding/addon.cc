@@ -16,6 +16,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exportCudaEmulation(env, exports);
   exportTensor(env, exports);
   exportEmbedding(env, exports);
+  exportRowGather(env, exports);
   exportStrings(env, exports);
   exportRouting(env, exports);
   exportTrain(env, exports);

@@ -94,7 +94,53 @@ Napi::ArrayBuffer pooledArrayBuffer(Napi::Env env, size_t bytes, std::shared_ptr
   return Napi::ArrayBuffer(env, buffer);
 }
 
+template <typename Array>
+Napi::TypedArray copiedTypedArray(Napi::Env env, const void* data, size_t length) {
+  Array array = Array::New(env, length);
+  if (length > 0) std::memcpy(array.Data(), data, array.ByteLength());
+  return array;
+}
+
 }  // namespace
+
+Napi::TypedArray typedArrayOverBlock(Napi::Env env, napi_typedarray_type type, std::shared_ptr<Buffer> block,
+                                     size_t length) {
+  size_t elementBytes = 0;
+  switch (type) {
+    case napi_uint8_array: elementBytes = 1; break;
+    case napi_int32_array:
+    case napi_float32_array: elementBytes = 4; break;
+    case napi_float64_array:
+    case napi_bigint64_array: elementBytes = 8; break;
+    default: failWith(ErrorCode::Internal, "typedArrayOverBlock: unsupported array type ", int(type));
+  }
+  HB_CHECK_CODE(block && block->bytes() >= length * elementBytes && !block->device().isCuda(), Internal,
+                "typedArrayOverBlock: the block is smaller than ", length, " values");
+  const size_t bytes = length * elementBytes;
+  if (bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes) {
+    auto* held = new std::shared_ptr<Buffer>(block);
+    napi_value buffer = nullptr;
+    const napi_status status = napi_create_external_arraybuffer(env, block->data(), bytes, releasePooledBlock, held, &buffer);
+    if (status == napi_ok) {
+      napi_value array = nullptr;
+      if (napi_create_typedarray(env, type, length, buffer, 0, &array) != napi_ok) {
+        throw Napi::Error::New(env, "could not make a typed array of " + std::to_string(length) + " values");
+      }
+      return Napi::TypedArray(env, array);
+    }
+    if (status != napi_no_external_buffers_allowed) {
+      throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
+    }
+    delete held;  // refused without a finalizer call: ours to drop
+  }
+  switch (type) {
+    case napi_uint8_array: return copiedTypedArray<Napi::Uint8Array>(env, block->data(), length);
+    case napi_int32_array: return copiedTypedArray<Napi::Int32Array>(env, block->data(), length);
+    case napi_float32_array: return copiedTypedArray<Napi::Float32Array>(env, block->data(), length);
+    case napi_float64_array: return copiedTypedArray<Napi::Float64Array>(env, block->data(), length);
+    default: return copiedTypedArray<Napi::BigInt64Array>(env, block->data(), length);
+  }
+}
 
 Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner) {
   const size_t bytes = length * dtypeSize(dtype);

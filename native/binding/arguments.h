@@ -44,6 +44,12 @@ Tensor viewTypedArray(const Napi::Value& value, const char* argument, const DTyp
 // on Node 21+ they cannot be moved in a postMessage transfer list; copies can.)
 Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner = nullptr);
 
+// A typed array of `length` values over a host block filled off the JS thread: large ones
+// view the block (it goes back to the block cache once JS lets go of the array), small
+// ones are copies. Uint8, Int32, Float32, Float64 and BigInt64 arrays.
+Napi::TypedArray typedArrayOverBlock(Napi::Env env, napi_typedarray_type type, std::shared_ptr<Buffer> block,
+                                     size_t length);
+
 // A host tensor holding a copy of a typed array's values, made now on the JS thread.
 // For inputs a queued task reads later: JS can neither change nor detach them after
 // they were checked.

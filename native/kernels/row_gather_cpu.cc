@@ -1,0 +1,139 @@
+#include "native/kernels/row_gather.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "native/core/status.h"
+
+namespace hb {
+
+namespace {
+
+// Splits or offsets of one block: `count` + 1 of them, from >= 0, never falling, the last
+// <= limit.
+void checkSplits(const int32_t* splits, int64_t count, int64_t limit, const std::string& name, const char* what,
+                 int64_t block) {
+  HB_CHECK(splits != nullptr, "gather rows of column '", name, "': block ", block, " has no ", what);
+  HB_CHECK(splits[0] >= 0, "gather rows of column '", name, "': block ", block, "'s ", what, " start at ", splits[0]);
+  for (int64_t i = 0; i < count; ++i) {
+    HB_CHECK(splits[i + 1] >= splits[i], "gather rows of column '", name, "': block ", block, "'s ", what,
+             " fall at ", i + 1, " (", splits[i], " then ", splits[i + 1], ")");
+  }
+  HB_CHECK(splits[count] <= limit, "gather rows of column '", name, "': block ", block, "'s ", what, " end at ",
+           splits[count], " but it has ", limit);
+}
+
+std::shared_ptr<Buffer> hostBlock(size_t bytes) { return Buffer::allocate(Device::cpu(), bytes); }
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+
+}  // namespace
+
+void checkRowGatherBlocks(const RowGatherColumn& c) {
+  const std::string& name = c.name;
+  const size_t blocks = size_t(c.blocks);
+  HB_CHECK(c.rows.size() == blocks && c.items.size() == blocks, "gather rows of column '", name, "': ", blocks,
+           " blocks but ", c.rows.size(), " row counts");
+  const bool ranged = !c.rowSplits.empty();
+  const bool withBytes = !c.itemOffsets.empty();
+  HB_CHECK(!ranged || c.rowSplits.size() == blocks, "gather rows of column '", name, "': row splits for ",
+           c.rowSplits.size(), " of ", blocks, " blocks");
+  HB_CHECK(!withBytes || (c.itemOffsets.size() == blocks && c.bytes.size() == blocks && c.byteLengths.size() == blocks),
+           "gather rows of column '", name, "': string offsets for ", c.itemOffsets.size(), " of ", blocks, " blocks");
+  for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
+    HB_CHECK(a.blocks.size() == blocks && a.fill.size() == a.elementBytes && a.elementBytes > 0,
+             "gather rows of column '", name, "': an item array covers ", a.blocks.size(), " of ", blocks, " blocks");
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    HB_CHECK(c.rows[b] >= 0 && c.items[b] >= 0, "gather rows of column '", name, "': block ", b, " has a negative size");
+    if (ranged) {
+      checkSplits(c.rowSplits[b], c.rows[b], c.items[b], name, "row splits", int64_t(b));
+    } else {
+      HB_CHECK(c.items[b] == c.rows[b], "gather rows of column '", name, "': block ", b, " has ", c.rows[b],
+               " rows but ", c.items[b], " values");
+    }
+    if (withBytes) checkSplits(c.itemOffsets[b], c.items[b], c.byteLengths[b], name, "string offsets", int64_t(b));
+  }
+}
+
+void checkRowGatherPicks(const RowGatherColumn& c, const int32_t* which, const int32_t* rows, int64_t n) {
+  const std::string& name = c.name;
+  const size_t blocks = size_t(c.blocks);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t b = which[i];
+    HB_CHECK(b >= 0 && size_t(b) < blocks, "gather rows of column '", name, "': pick ", i, " names block ", b, " of ",
+             blocks);
+    HB_CHECK(rows[i] >= 0 && rows[i] < c.rows[size_t(b)], "gather rows of column '", name, "': pick ", i, " names row ",
+             rows[i], " of block ", b, ", which has ", c.rows[size_t(b)]);
+  }
+}
+
+RowGatherResult gatherRows(const RowGatherColumn& c, const int32_t* which, const int32_t* rows, int64_t n) {
+  RowGatherResult out;
+  // The items the picked rows cover, as (block, item) pairs; each row its own item
+  // without row splits.
+  std::vector<int32_t> itemBlock, itemIndex;
+  const int32_t* itemWhich = which;
+  const int32_t* itemRows = rows;
+  int64_t items = n;
+  if (!c.rowSplits.empty()) {
+    out.rowSplits = hostBlock(size_t(n + 1) * sizeof(int32_t));
+    int32_t* splits = static_cast<int32_t*>(out.rowSplits->data());
+    int64_t total = 0;
+    splits[0] = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t* s = c.rowSplits[size_t(which[i])];
+      total += s[rows[i] + 1] - s[rows[i]];
+      HB_CHECK(total <= kMaxInt32, "gather rows of column '", c.name, "': more than 2^31 - 1 values in one block");
+      splits[i + 1] = int32_t(total);
+    }
+    items = total;
+    itemBlock.resize(size_t(items));
+    itemIndex.resize(size_t(items));
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t* s = c.rowSplits[size_t(which[i])];
+      for (int32_t k = s[rows[i]], at = splits[i]; k < s[rows[i] + 1]; ++k, ++at) {
+        itemBlock[size_t(at)] = which[i];
+        itemIndex[size_t(at)] = k;
+      }
+    }
+    itemWhich = itemBlock.data();
+    itemRows = itemIndex.data();
+  }
+  out.items = items;
+  for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
+    std::shared_ptr<Buffer> block = hostBlock(std::max<size_t>(size_t(items) * a.elementBytes, 1));
+    uint8_t* to = static_cast<uint8_t*>(block->data());
+    const size_t e = a.elementBytes;
+    for (int64_t k = 0; k < items; ++k) {
+      const uint8_t* source = a.blocks[size_t(itemWhich[k])];
+      std::memcpy(to + size_t(k) * e, source != nullptr ? source + size_t(itemRows[k]) * e : a.fill.data(), e);
+    }
+    out.itemArrays.push_back(std::move(block));
+  }
+  if (!c.itemOffsets.empty()) {
+    out.itemOffsets = hostBlock(size_t(items + 1) * sizeof(int32_t));
+    int32_t* offsets = static_cast<int32_t*>(out.itemOffsets->data());
+    int64_t total = 0;
+    offsets[0] = 0;
+    for (int64_t k = 0; k < items; ++k) {
+      const int32_t* o = c.itemOffsets[size_t(itemWhich[k])];
+      total += o[itemRows[k] + 1] - o[itemRows[k]];
+      HB_CHECK(total <= kMaxInt32, "gather rows of column '", c.name, "': more than 2^31 - 1 string bytes in one block");
+      offsets[k + 1] = int32_t(total);
+    }
+    out.byteCount = total;
+    out.bytes = hostBlock(std::max<size_t>(size_t(total), 1));
+    uint8_t* to = static_cast<uint8_t*>(out.bytes->data());
+    for (int64_t k = 0; k < items; ++k) {
+      const int32_t* o = c.itemOffsets[size_t(itemWhich[k])];
+      const int32_t begin = o[itemRows[k]];
+      const size_t length = size_t(o[itemRows[k] + 1] - begin);
+      if (length > 0) std::memcpy(to + offsets[k], c.bytes[size_t(itemWhich[k])] + begin, length);
+    }
+  }
+  return out;
+}
+
+}  // namespace hb
