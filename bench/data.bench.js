@@ -16,6 +16,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { performance } = require('perf_hooks');
 const hb = require(path.resolve(__dirname, '..'));
 const arrow = require('apache-arrow');
 const parquet = require('parquet-wasm/node');
@@ -215,6 +216,34 @@ async function main() {
         record({ workload: `${reader} vs the DLRM step's rows/s`, value: r.rowsPerSecond, baseline: dlrmRows, unit: 'rows/s', baselineName: `DLRM step, batch ${batch}`, target: 3 });
       }
     }
+
+    // The shuffle's cost to the JS thread: its time busy per batch (event-loop utilisation)
+    // reading the TSV files with and without .shuffle(4 batches), in the same run.
+    const busyPerBatch = async (make) => {
+      let best;
+      for (let pass = 0; pass < 2; pass++) {
+        const before = performance.eventLoopUtilization();
+        const start = process.hrtime.bigint();
+        let batches = 0;
+        let count = 0;
+        for await (const b of make()) (batches++, (count += b.labels.length));
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        const busy = performance.eventLoopUtilization(before).active / batches;
+        if (best === undefined || busy < best.busy) best = { busy, rowsPerSecond: count / seconds };
+      }
+      return best;
+    };
+    const plainRead = await busyPerBatch(() => hb.data.Dataset.fromCriteoTsv(tsvFiles, { numWorkers: cores }).batch(batch));
+    const shuffledRead = await busyPerBatch(() => hb.data.Dataset.fromCriteoTsv(tsvFiles, { numWorkers: cores }).batch(batch).shuffle(4 * batch, { seed: 1 }));
+    console.log(
+      `Criteo TSV, ${cores} reader threads, shuffle(${4 * batch}): JS thread busy ${shuffledRead.busy.toFixed(2)} ms per batch of ${batch} ` +
+        `(${Math.round(shuffledRead.rowsPerSecond).toLocaleString('en-US')} rows/s) | without the shuffle ${plainRead.busy.toFixed(2)} ms ` +
+        `(${Math.round(plainRead.rowsPerSecond).toLocaleString('en-US')} rows/s) | ratio ${(shuffledRead.busy / plainRead.busy).toFixed(2)}`,
+    );
+    record({
+      workload: `Criteo TSV: JS thread busy per batch with shuffle(${4 * batch}) vs without`,
+      value: shuffledRead.busy, baseline: plainRead.busy, unit: 'ms/batch', higherIsBetter: false, baselineName: 'the same read without shuffle',
+    });
 
     // The next epoch over the same Dataset: its reader threads, with Parquet's WebAssembly
     // loaded, are kept from a pass that read to the end.
