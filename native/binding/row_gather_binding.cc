@@ -70,8 +70,9 @@ std::shared_ptr<Buffer> copyArray(const Napi::Value& value, Describe describe, n
   if (elementBytesOf(*type) == 0) {
     throw Napi::TypeError::New(env, describe() + " must be a Uint8Array, Int32Array, Float32Array, Float64Array or BigInt64Array");
   }
-  refuseSharedMemory(value, describe());
   Napi::ArrayBuffer buffer = array.ArrayBuffer();
+  bool plain = false;
+  if (napi_is_arraybuffer(env, buffer, &plain) != napi_ok || !plain) refuseSharedMemory(value, describe());
   if (buffer.IsDetached()) throw Napi::Error::New(env, describe() + "'s ArrayBuffer was transferred or detached");
   *length = int64_t(array.ElementLength());
   const size_t bytes = array.ByteLength();

@@ -28,6 +28,20 @@ std::shared_ptr<Buffer> hostBlock(size_t bytes) { return Buffer::allocate(Device
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 
+// out[0] = 0, out[i + 1] = out[i] + lengthOf(i): the splits of n ranges laid end to end
+// in one new block; returns their total, which must fit int32 splits.
+template <typename LengthOf>
+int64_t endToEndSplits(int64_t n, LengthOf lengthOf, int32_t* out, const std::string& name, const char* what) {
+  int64_t total = 0;
+  out[0] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    total += lengthOf(i);
+    HB_CHECK(total <= kMaxInt32, "gather rows of column '", name, "': more than 2^31 - 1 ", what, " in one block");
+    out[i + 1] = int32_t(total);
+  }
+  return total;
+}
+
 }  // namespace
 
 void checkRowGatherBlocks(const RowGatherColumn& c) {
@@ -80,15 +94,10 @@ RowGatherResult gatherRows(const RowGatherColumn& c, const int32_t* which, const
   if (!c.rowSplits.empty()) {
     out.rowSplits = hostBlock(size_t(n + 1) * sizeof(int32_t));
     int32_t* splits = static_cast<int32_t*>(out.rowSplits->data());
-    int64_t total = 0;
-    splits[0] = 0;
-    for (int64_t i = 0; i < n; ++i) {
+    items = endToEndSplits(n, [&](int64_t i) {
       const int32_t* s = c.rowSplits[size_t(which[i])];
-      total += s[rows[i] + 1] - s[rows[i]];
-      HB_CHECK(total <= kMaxInt32, "gather rows of column '", c.name, "': more than 2^31 - 1 values in one block");
-      splits[i + 1] = int32_t(total);
-    }
-    items = total;
+      return s[rows[i] + 1] - s[rows[i]];
+    }, splits, c.name, "values");
     itemBlock.resize(size_t(items));
     itemIndex.resize(size_t(items));
     for (int64_t i = 0; i < n; ++i) {
@@ -115,14 +124,10 @@ RowGatherResult gatherRows(const RowGatherColumn& c, const int32_t* which, const
   if (!c.itemOffsets.empty()) {
     out.itemOffsets = hostBlock(size_t(items + 1) * sizeof(int32_t));
     int32_t* offsets = static_cast<int32_t*>(out.itemOffsets->data());
-    int64_t total = 0;
-    offsets[0] = 0;
-    for (int64_t k = 0; k < items; ++k) {
+    const int64_t total = endToEndSplits(items, [&](int64_t k) {
       const int32_t* o = c.itemOffsets[size_t(itemWhich[k])];
-      total += o[itemRows[k] + 1] - o[itemRows[k]];
-      HB_CHECK(total <= kMaxInt32, "gather rows of column '", c.name, "': more than 2^31 - 1 string bytes in one block");
-      offsets[k + 1] = int32_t(total);
-    }
+      return o[itemRows[k] + 1] - o[itemRows[k]];
+    }, offsets, c.name, "string bytes");
     out.byteCount = total;
     out.bytes = hostBlock(std::max<size_t>(size_t(total), 1));
     uint8_t* to = static_cast<uint8_t*>(out.bytes->data());
