@@ -114,13 +114,51 @@ describe('gatherRows (the shuffle\'s native gather)', () => {
     expect(block.rows).toBe(3);
     await expect(native.gatherRows([block], Int32Array.of(0), Int32Array.of(3))).rejects.toThrow(/column 'C7'.*row 3 of block 0, which has 3/);
     await expect(native.gatherRows([block], Int32Array.of(1), Int32Array.of(0))).rejects.toThrow(/column 'C7'.*names block 1 of 1/);
-    await expect(native.gatherRows([block], Int32Array.of(0), Int32Array.of(-1))).rejects.toThrow(/column 'C7'/);
+    await expect(native.gatherRows([block], Int32Array.of(0), Int32Array.of(-1))).rejects.toThrow(/column 'C7'.*pick 0 names row -1 of block 0/);
     expect(() => native.gatherRows([block], Int32Array.of(0, 0), Int32Array.of(0))).toThrow(/which has 2 picks but rows 1/);
     expect(() => native.gatherRows([block, native.rowBlock([spec({ itemArrays: [Int32Array.of(1)] })])], Int32Array.of(0), Int32Array.of(0))).toThrow(/column 'C7' changes type between blocks/);
     expect(() => native.gatherRows([block, native.rowBlock([spec({ name: 'C8' })])], Int32Array.of(0), Int32Array.of(0))).toThrow(/column 0 is 'C8' but block 0's 'C7'/);
     expect(() => native.gatherRows([{ rows: 3 }], Int32Array.of(0), Int32Array.of(0))).toThrow(/not a row block/);
     expect(() => native.gatherRows([], Int32Array.of(), Int32Array.of())).toThrow(/no blocks/);
     await expect(gatherColumns([rowBlock(['C8'], [Float32Array.of(1)]), rowBlock(['C8'], [strings(['a'])])], Int32Array.of(0), Int32Array.of(0))).rejects.toThrow(/changes type/);
+  });
+
+  test('an item array of another type in a later block is refused, even where the first block lacks it', () => {
+    const ranged = (weights: Float32Array | Float64Array | null) =>
+      native.rowBlock([{ name: 'w', rowSplits: Int32Array.of(0, 2), itemArrays: [Int32Array.of(1, 2), weights], itemOffsets: null, bytes: null }]);
+    const blocks = [ranged(null), ranged(Float32Array.of(1, 2)), ranged(Float64Array.of(1, 2))];
+    expect(() => native.gatherRows(blocks, Int32Array.of(1), Int32Array.of(0))).toThrow(/column 'w' changes type between blocks/);
+    expect(() => native.gatherRows([blocks[0], blocks[2], blocks[1]], Int32Array.of(1), Int32Array.of(0))).toThrow(/column 'w' changes type/);
+  });
+
+  test('splits and offsets need not start at 0; no picks give empty splits', async () => {
+    const bytes = new TextEncoder().encode('..abcde');
+    const offsets = Int32Array.of(2, 3, 5, 7);
+    const spec: NativeRowBlockColumn = { name: 's', rowSplits: Int32Array.of(1, 2, 3), itemArrays: [null], itemOffsets: offsets, bytes };
+    const block = native.rowBlock([spec]);
+    expect(block.rows).toBe(2);
+    // Row 1 is item 2 ('de', bytes 5..7), row 0 item 1 ('bc', bytes 3..5).
+    const [picked] = await native.gatherRows([block], Int32Array.of(0, 0), Int32Array.of(1, 0));
+    expect(Array.from(picked.rowSplits!)).toEqual([0, 1, 2]);
+    expect(Array.from(picked.itemOffsets!)).toEqual([0, 2, 4]);
+    expect(new TextDecoder().decode(picked.bytes!)).toBe('debc');
+    const [none] = await native.gatherRows([block], new Int32Array(0), new Int32Array(0));
+    expect(Array.from(none.rowSplits!)).toEqual([0]);
+    expect(Array.from(none.itemOffsets!)).toEqual([0]);
+    expect(none.bytes!.length).toBe(0);
+  });
+
+  test('a block released while a gather reads it is kept until the gather ends; later gathers refuse it', async () => {
+    const values = Float64Array.from({ length: 30000 }, (_, i) => i * 0.5);
+    const block = rowBlock(['v'], [values]);
+    const rows = Int32Array.from({ length: 30000 }, (_, i) => 29999 - i);
+    const gathered = gatherColumns([block], new Int32Array(30000), rows);
+    native.rowBlockRelease(block.native);
+    const [out] = (await gathered) as [Float64Array];
+    expect(out[0]).toBe(29999 * 0.5);
+    expect(out[29999]).toBe(0);
+    expect(() => native.gatherRows([block.native], Int32Array.of(0), Int32Array.of(0))).toThrow(/blocks\[0\] was released/);
+    expect(() => native.rowBlockRelease({ rows: 1 })).toThrow(/not a row block/);
   });
 
   test('arrays transferred, shrunk or dropped after the block was made change nothing', async () => {

@@ -36,6 +36,7 @@ function describe(name: string, column: Column): NativeRowBlockColumn {
 /** A block of the shuffle buffer: its columns in native memory, and what kind each is. */
 export interface RowBlock {
   readonly native: NativeRowBlock;
+  readonly names: readonly string[];
   readonly kinds: readonly Kind[];
   /** Per column: a list of strings (not of numbers). */
   readonly strings: readonly boolean[];
@@ -49,6 +50,7 @@ export function rowBlock(names: readonly string[], columns: readonly Column[]): 
   const stringsOfColumn = (c: Column) => (c instanceof StringColumn ? c : c instanceof ListColumn && c.values instanceof StringColumn ? c.values : undefined);
   return {
     native: native.rowBlock(columns.map((column, c) => describe(names[c], column))),
+    names,
     kinds: columns.map(kindOf),
     strings: columns.map((c) => c instanceof ListColumn && c.values instanceof StringColumn),
     weighted: columns.map((c) => c instanceof Ragged && c.weights !== undefined),
@@ -86,10 +88,8 @@ function stringsOf(r: NativeRowGatherResult, flags: Uint8Array | undefined): Str
 export async function gatherColumns(blocks: readonly RowBlock[], which: Int32Array, rows: Int32Array): Promise<Column[]> {
   const first = blocks[0];
   for (const block of blocks) {
-    if (block.kinds.some((k, c) => k !== first.kinds[c] || block.strings[c] !== first.strings[c])) {
-      const c = block.kinds.findIndex((k, i) => k !== first.kinds[i] || block.strings[i] !== first.strings[i]);
-      throw new TypeError(`column #${c} changes type between blocks`);
-    }
+    const c = block.kinds.findIndex((k, i) => k !== first.kinds[i] || block.strings[i] !== first.strings[i]);
+    if (c >= 0) throw new TypeError(`column '${first.names[c]}' changes type between blocks`);
   }
   const results = await native.gatherRows(blocks.map((b) => b.native), which, rows);
   return results.map((r, c) => {

@@ -243,14 +243,23 @@ void checkSameLayout(const std::vector<std::shared_ptr<RowBlock>>& blocks) {
       const BlockColumn& x = first.columns[c];
       const BlockColumn& y = other.columns[c];
       HB_CHECK(x.name == y.name, "gatherRows: block ", b, "'s column ", c, " is '", y.name, "' but block 0's '", x.name, "'");
-      bool same = bool(x.rowSplits) == bool(y.rowSplits) && bool(x.itemOffsets) == bool(y.itemOffsets) &&
-                  x.itemArrays.size() == y.itemArrays.size();
-      for (size_t a = 0; same && a < x.itemArrays.size(); ++a) {
-        const auto& p = x.itemArrays[a];
-        const auto& q = y.itemArrays[a];
-        same = !p.data || !q.data || p.type == q.type;
-      }
+      const bool same = bool(x.rowSplits) == bool(y.rowSplits) && bool(x.itemOffsets) == bool(y.itemOffsets) &&
+                        x.itemArrays.size() == y.itemArrays.size();
       HB_CHECK_CODE(same, Type, "column '", x.name, "' changes type between blocks");
+    }
+  }
+  // An item array has one type in every block that has it (blocks without it read fill
+  // values): gatherView reads each block with that one element width.
+  for (size_t c = 0; c < first.columns.size(); ++c) {
+    for (size_t a = 0; a < first.columns[c].itemArrays.size(); ++a) {
+      const BlockColumn::Item* seen = nullptr;
+      for (const auto& block : blocks) {
+        const BlockColumn::Item& item = block->columns[c].itemArrays[a];
+        if (!item.data) continue;
+        HB_CHECK_CODE(seen == nullptr || item.type == seen->type, Type, "column '", first.columns[c].name,
+                      "' changes type between blocks");
+        seen = &item;
+      }
     }
   }
 }
