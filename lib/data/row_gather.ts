@@ -36,12 +36,12 @@ function describe(name: string, column: Column): NativeRowBlockColumn {
 /** A block of the shuffle buffer: its columns in native memory, and what kind each is. */
 export interface RowBlock {
   readonly native: NativeRowBlock;
-  readonly names: readonly string[];
   readonly kinds: readonly Kind[];
   /** Per column: a list of strings (not of numbers). */
   readonly strings: readonly boolean[];
-  /** Per column: a ragged column with weights; strings with missing-value flags. */
+  /** Per column: a ragged column with weights. */
   readonly weighted: readonly boolean[];
+  /** Per column: strings with missing-value flags. */
   readonly hasFlags: readonly boolean[];
 }
 
@@ -50,7 +50,6 @@ export function rowBlock(names: readonly string[], columns: readonly Column[]): 
   const stringsOfColumn = (c: Column) => (c instanceof StringColumn ? c : c instanceof ListColumn && c.values instanceof StringColumn ? c.values : undefined);
   return {
     native: native.rowBlock(columns.map((column, c) => describe(names[c], column))),
-    names,
     kinds: columns.map(kindOf),
     strings: columns.map((c) => c instanceof ListColumn && c.values instanceof StringColumn),
     weighted: columns.map((c) => c instanceof Ragged && c.weights !== undefined),
@@ -87,10 +86,8 @@ function stringsOf(r: NativeRowGatherResult, flags: Uint8Array | undefined): Str
  */
 export async function gatherColumns(blocks: readonly RowBlock[], which: Int32Array, rows: Int32Array): Promise<Column[]> {
   const first = blocks[0];
-  for (const block of blocks) {
-    const c = block.kinds.findIndex((k, i) => k !== first.kinds[i] || block.strings[i] !== first.strings[i]);
-    if (c >= 0) throw new TypeError(`column '${first.names[c]}' changes type between blocks`);
-  }
+  // gatherRows refuses blocks whose columns differ in shape (each kind has its own), so
+  // the first block's kinds are every block's.
   const results = await native.gatherRows(blocks.map((b) => b.native), which, rows);
   return results.map((r, c) => {
     const splits = r.rowSplits && local(r.rowSplits);

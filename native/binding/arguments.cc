@@ -73,16 +73,15 @@ void releasePooledBlock(napi_env, void*, void* hint) {
   submitToDevice(Device::cpu(), [held]() mutable { held.reset(); });
 }
 
-// An ArrayBuffer over a host block from the block cache, its block in *owner too. Null
+// An ArrayBuffer over `block`'s first `bytes`, the block held until JS collects it. Empty
 // where this runtime refuses external buffers (a V8 sandbox: the finalizer is not called
 // then, so the block is ours to drop).
-Napi::ArrayBuffer pooledArrayBuffer(Napi::Env env, size_t bytes, std::shared_ptr<Buffer>* owner) {
-  auto* block = new std::shared_ptr<Buffer>(Buffer::allocate(Device::cpu(), bytes));
+Napi::ArrayBuffer externalArrayBuffer(Napi::Env env, const std::shared_ptr<Buffer>& block, size_t bytes) {
+  auto* held = new std::shared_ptr<Buffer>(block);
   napi_value buffer = nullptr;
-  const napi_status status =
-      napi_create_external_arraybuffer(env, (*block)->data(), bytes, releasePooledBlock, block, &buffer);
+  const napi_status status = napi_create_external_arraybuffer(env, block->data(), bytes, releasePooledBlock, held, &buffer);
   if (status == napi_no_external_buffers_allowed) {
-    delete block;
+    delete held;
     return Napi::ArrayBuffer();
   }
   // Any other failure has handed the block to the finalizer already (Node calls it when it
@@ -90,15 +89,16 @@ Napi::ArrayBuffer pooledArrayBuffer(Napi::Env env, size_t bytes, std::shared_ptr
   if (status != napi_ok) {
     throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
   }
-  if (owner != nullptr) *owner = *block;
   return Napi::ArrayBuffer(env, buffer);
 }
 
-template <typename Array>
-Napi::TypedArray copiedTypedArray(Napi::Env env, const void* data, size_t length) {
-  Array array = Array::New(env, length);
-  if (length > 0) std::memcpy(array.Data(), data, array.ByteLength());
-  return array;
+// An ArrayBuffer over a new host block from the block cache, its block in *owner too;
+// empty as externalArrayBuffer's.
+Napi::ArrayBuffer pooledArrayBuffer(Napi::Env env, size_t bytes, std::shared_ptr<Buffer>* owner) {
+  std::shared_ptr<Buffer> block = Buffer::allocate(Device::cpu(), bytes);
+  Napi::ArrayBuffer buffer = externalArrayBuffer(env, block, bytes);
+  if (!buffer.IsEmpty() && owner != nullptr) *owner = block;
+  return buffer;
 }
 
 }  // namespace
@@ -117,29 +117,18 @@ Napi::TypedArray typedArrayOverBlock(Napi::Env env, napi_typedarray_type type, s
   HB_CHECK_CODE(block && block->bytes() >= length * elementBytes && !block->device().isCuda(), Internal,
                 "typedArrayOverBlock: the block is smaller than ", length, " values");
   const size_t bytes = length * elementBytes;
-  if (bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes) {
-    auto* held = new std::shared_ptr<Buffer>(block);
-    napi_value buffer = nullptr;
-    const napi_status status = napi_create_external_arraybuffer(env, block->data(), bytes, releasePooledBlock, held, &buffer);
-    if (status == napi_ok) {
-      napi_value array = nullptr;
-      if (napi_create_typedarray(env, type, length, buffer, 0, &array) != napi_ok) {
-        throw Napi::Error::New(env, "could not make a typed array of " + std::to_string(length) + " values");
-      }
-      return Napi::TypedArray(env, array);
-    }
-    if (status != napi_no_external_buffers_allowed) {
-      throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
-    }
-    delete held;  // refused without a finalizer call: ours to drop
+  Napi::ArrayBuffer buffer;
+  if (bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes) buffer = externalArrayBuffer(env, block, bytes);
+  if (buffer.IsEmpty()) {
+    // Small (V8's own memory is as cheap), or external buffers refused: a copy.
+    buffer = Napi::ArrayBuffer::New(env, bytes);
+    if (bytes > 0) std::memcpy(buffer.Data(), block->data(), bytes);
   }
-  switch (type) {
-    case napi_uint8_array: return copiedTypedArray<Napi::Uint8Array>(env, block->data(), length);
-    case napi_int32_array: return copiedTypedArray<Napi::Int32Array>(env, block->data(), length);
-    case napi_float32_array: return copiedTypedArray<Napi::Float32Array>(env, block->data(), length);
-    case napi_float64_array: return copiedTypedArray<Napi::Float64Array>(env, block->data(), length);
-    default: return copiedTypedArray<Napi::BigInt64Array>(env, block->data(), length);
+  napi_value array = nullptr;
+  if (napi_create_typedarray(env, type, length, buffer, 0, &array) != napi_ok) {
+    throw Napi::Error::New(env, "could not make a typed array of " + std::to_string(length) + " values");
   }
+  return Napi::TypedArray(env, array);
 }
 
 Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner) {
