@@ -89,6 +89,27 @@ describe('gatherRows (the shuffle\'s native gather)', () => {
     for (let i = 0; i < n; i += 997) expect(out[i]).toBe(i % 2 ? -(n - 1 - i) : n - 1 - i);
   });
 
+  test('strings of every length up to 40 bytes, short ones copied whole-width, come back byte for byte', async () => {
+    // Long enough blocks that most strings have 16 bytes after them (the kernel's
+    // fixed-width copy) and the last few do not (its exact copy); empty strings between.
+    const text = (block: number, i: number) => (i % 7 === 3 ? '' : `${block}:${i}:`.padEnd(i % 41, String.fromCharCode(97 + (i % 26))));
+    const sizes = [3000, 2000, 50];
+    const columns = sizes.map((n, b) => strings(Array.from({ length: n }, (_, i) => text(b, i))));
+    const made = columns.map((column) => rowBlock(['s'], [column]));
+    const picks = 20_000;
+    const which = Int32Array.from({ length: picks }, (_, i) => (i * 7919) % 3);
+    const rows = Int32Array.from({ length: picks }, (_, i) => (i * 104729) % sizes[which[i]]);
+    const [out] = (await gatherColumns(made, which, rows)) as [hb.StringColumn];
+    expect(out.offsets.length).toBe(picks + 1);
+    expect(out.bytes.length).toBe(out.offsets[picks]);
+    const mismatches: string[] = [];
+    for (let i = 0; i < picks; i++) {
+      const expected = text(which[i], rows[i]);
+      if (out.get(i) !== expected) mismatches.push(`${i}: ${out.get(i)} vs ${expected}`);
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+  });
+
   const spec = (over: Partial<NativeRowBlockColumn> = {}): NativeRowBlockColumn => ({
     name: 'C7', rowSplits: null, itemArrays: [Float32Array.of(1, 2, 3)], itemOffsets: null, bytes: null, ...over,
   });

@@ -297,10 +297,10 @@ Napi::Value gatherRowsBinding(const Napi::CallbackInfo& info) {
         const auto* w = static_cast<const int32_t*>((*which)->data());
         const auto* r = static_cast<const int32_t*>((*rows)->data());
         std::vector<RowGatherColumn> views;
-        for (size_t c = 0; c < blocks->front()->columns.size(); ++c) {
-          views.push_back(gatherView(*blocks, c));
-          checkRowGatherPicks(views.back(), w, r, n);
-        }
+        for (size_t c = 0; c < blocks->front()->columns.size(); ++c) views.push_back(gatherView(*blocks, c));
+        // Every column of a block has the block's rows (rowBlock checks), so the picks
+        // checked against one column hold for all.
+        if (!views.empty()) checkRowGatherPicks(views.front(), w, r, n);
         for (const RowGatherColumn& view : views) results->push_back(gatherRows(view, w, r, n));
       },
       [blocks, results, n](Napi::Env env) -> Napi::Value {

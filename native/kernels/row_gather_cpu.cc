@@ -42,6 +42,33 @@ int64_t endToEndSplits(int64_t n, LengthOf lengthOf, int32_t* out, const std::st
   return total;
 }
 
+// How many picks ahead the loops fetch: the picks land at random in blocks larger than
+// the caches, and the loads are independent.
+constexpr int64_t kAhead = 16;
+
+// Items of one fixed width: a copy of a known width is a register move, where a memcpy of
+// a width known only at run time is a library call per item.
+template <typename Word>
+void gatherItems(const RowGatherColumn::ItemArray& a, const int32_t* which, const int32_t* index, int64_t items,
+                 uint8_t* to) {
+  Word fill;
+  std::memcpy(&fill, a.fill.data(), sizeof(Word));
+  for (int64_t k = 0; k < items; ++k) {
+    if (k + kAhead < items) {
+      const uint8_t* ahead = a.blocks[size_t(which[k + kAhead])];
+      if (ahead != nullptr) __builtin_prefetch(ahead + size_t(index[k + kAhead]) * sizeof(Word));
+    }
+    const uint8_t* source = a.blocks[size_t(which[k])];
+    Word value = fill;
+    if (source != nullptr) std::memcpy(&value, source + size_t(index[k]) * sizeof(Word), sizeof(Word));
+    std::memcpy(to + size_t(k) * sizeof(Word), &value, sizeof(Word));
+  }
+}
+
+// Strings up to this long (Criteo's categoricals are 8 hex digits) are copied as one
+// fixed-width move where their block has that many bytes left after them.
+constexpr size_t kShortString = 16;
+
 }  // namespace
 
 void checkRowGatherBlocks(const RowGatherColumn& c) {
@@ -114,28 +141,53 @@ RowGatherResult gatherRows(const RowGatherColumn& c, const int32_t* which, const
   for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
     std::shared_ptr<Buffer> block = hostBlock(std::max<size_t>(size_t(items) * a.elementBytes, 1));
     uint8_t* to = static_cast<uint8_t*>(block->data());
-    const size_t e = a.elementBytes;
-    for (int64_t k = 0; k < items; ++k) {
-      const uint8_t* source = a.blocks[size_t(itemWhich[k])];
-      std::memcpy(to + size_t(k) * e, source != nullptr ? source + size_t(itemRows[k]) * e : a.fill.data(), e);
+    switch (a.elementBytes) {
+      case 1: gatherItems<uint8_t>(a, itemWhich, itemRows, items, to); break;
+      case 4: gatherItems<uint32_t>(a, itemWhich, itemRows, items, to); break;
+      case 8: gatherItems<uint64_t>(a, itemWhich, itemRows, items, to); break;
+      default: {
+        const size_t e = a.elementBytes;
+        for (int64_t k = 0; k < items; ++k) {
+          const uint8_t* source = a.blocks[size_t(itemWhich[k])];
+          std::memcpy(to + size_t(k) * e, source != nullptr ? source + size_t(itemRows[k]) * e : a.fill.data(), e);
+        }
+      }
     }
     out.itemArrays.push_back(std::move(block));
   }
   if (!c.itemOffsets.empty()) {
     out.itemOffsets = hostBlock(size_t(items + 1) * sizeof(int32_t));
     int32_t* offsets = static_cast<int32_t*>(out.itemOffsets->data());
+    // One pass reads each picked string's range (and fetches its bytes ahead); the copy
+    // pass then reads the ranges in order instead of the offsets again at random.
+    std::vector<int32_t> begins(static_cast<size_t>(items));
     const int64_t total = endToEndSplits(items, [&](int64_t k) {
-      const int32_t* o = c.itemOffsets[size_t(itemWhich[k])];
-      return o[itemRows[k] + 1] - o[itemRows[k]];
-    }, offsets, c.name, "string bytes");
-    out.byteCount = total;
-    out.bytes = hostBlock(std::max<size_t>(size_t(total), 1));
-    uint8_t* to = static_cast<uint8_t*>(out.bytes->data());
-    for (int64_t k = 0; k < items; ++k) {
+      if (k + kAhead < items) {
+        const int32_t* ahead = c.itemOffsets[size_t(itemWhich[k + kAhead])];
+        __builtin_prefetch(ahead + itemRows[k + kAhead]);
+      }
       const int32_t* o = c.itemOffsets[size_t(itemWhich[k])];
       const int32_t begin = o[itemRows[k]];
-      const size_t length = size_t(o[itemRows[k] + 1] - begin);
-      if (length > 0) std::memcpy(to + offsets[k], c.bytes[size_t(itemWhich[k])] + begin, length);
+      begins[size_t(k)] = begin;
+      __builtin_prefetch(c.bytes[size_t(itemWhich[k])] + begin);
+      return o[itemRows[k] + 1] - begin;
+    }, offsets, c.name, "string bytes");
+    out.byteCount = total;
+    // kShortString bytes of slack: the last string's fixed-width copy may spill into it.
+    out.bytes = hostBlock(size_t(total) + kShortString);
+    uint8_t* to = static_cast<uint8_t*>(out.bytes->data());
+    for (int64_t k = 0; k < items; ++k) {
+      const size_t b = size_t(itemWhich[k]);
+      const int32_t begin = begins[size_t(k)];
+      const size_t length = size_t(offsets[k + 1] - offsets[k]);
+      const uint8_t* from = c.bytes[b] + begin;
+      if (length <= kShortString && begin + int64_t(kShortString) <= c.byteLengths[b]) {
+        // Strings are written in order, so the bytes past this one's end are the next
+        // one's to overwrite (or the slack's).
+        std::memcpy(to + offsets[k], from, kShortString);
+      } else if (length > 0) {
+        std::memcpy(to + offsets[k], from, length);
+      }
     }
   }
   return out;
