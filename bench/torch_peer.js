@@ -5,6 +5,9 @@
 // a user's machine has neither, and with them OpenBLAS picks a slower kernel, e.g.
 // Haswell's on an AVX-512 CPU), and as many threads as ours (OMP_NUM_THREADS, which
 // OpenBLAS also reads, and torch.set_num_threads through the script's arguments).
+// HB_SGEMM_ISA=avx2 caps our GEMMs at AVX2; the peer is then capped the same way
+// (OPENBLAS_CORETYPE=Haswell, the kernel OpenBLAS runs on an AVX2-only CPU), so an AVX-512
+// machine can stand in for the AVX2-only kind with both sides on the same instructions.
 //
 // Every peer prints one JSON line with a "blas" report (bench/peers/torch_blas.py): the
 // BLAS torch was built against and the one actually loaded. A peer on the reference
@@ -29,6 +32,7 @@ function runTorchPeer(script, args, { threads, device = 'cpu' } = {}) {
   if (!fs.existsSync(PYTHON)) return { error: `no ${PYTHON}` };
   const env = { ...process.env };
   for (const name of PINNED) delete env[name];
+  if (process.env.HB_SGEMM_ISA === 'avx2') env.OPENBLAS_CORETYPE = 'Haswell';
   if (threads) env.OMP_NUM_THREADS = String(threads);
   env.PYTHONDONTWRITEBYTECODE = '1'; // no __pycache__ in bench/peers
   env.HB_PEER_DEVICE = device;
@@ -66,7 +70,7 @@ function blasLine(peer) {
     core ? `core ${core}` : null,
     library ? `loaded ${library}` : 'no BLAS library loaded',
     `built with BLAS_INFO=${build.BLAS_INFO}`,
-    coretypeEnv ? `OPENBLAS_CORETYPE=${coretypeEnv} (forced)` : null,
+    coretypeEnv ? `OPENBLAS_CORETYPE=${coretypeEnv} (forced${coretypeEnv === 'Haswell' && process.env.HB_SGEMM_ISA === 'avx2' ? ' to match HB_SGEMM_ISA=avx2' : ''})` : null,
   ].filter(Boolean);
   return `${parts.join('; ')}${peer.reference ? ` -- ${REFUSAL}` : ''}`;
 }
