@@ -1,4 +1,5 @@
 import * as hb from '../lib';
+import { native } from '../lib/native';
 import { typeName } from './support/reference';
 
 describe('hb.tensor()', () => {
@@ -135,6 +136,29 @@ describe('hb.tensor()', () => {
     const u = hb.tensor(new Float32Array(1 << 16).fill(5));
     expect(((await u.data()) as Float32Array).every((x) => x === 5)).toBe(true);
     expect(first.every((x) => x === 7)).toBe(true);
+  });
+
+  test('a read waits for work still queued on the tensor; with nothing queued it is a copy made at once', async () => {
+    // A 256 MiB fill keeps the host queue busy while the small variable's fill and an
+    // assign wait behind it: those reads must go through the queue and see both.
+    const big = hb.variable(hb.initializers.constant(1), { shape: [1 << 26] });
+    const small = hb.variable(hb.initializers.constant(2.5), { shape: [1 << 16] });
+    const filled = small.data();
+    const assigned = small.assign(hb.tensor(new Float32Array(1 << 16).fill(7)));
+    const afterAssign = native.tensorDataSync(small.handle); // a feature transform's read
+    expect(Array.from(new Set((await filled) as Float32Array))).toEqual([2.5]);
+    expect(Array.from(new Set(afterAssign as Float32Array))).toEqual([7]);
+    await assigned;
+    // Nothing queued now: reads are copied at once, each its own array.
+    const [a, b] = [(await small.data()) as Float32Array, native.tensorDataSync(small.handle) as Float32Array];
+    expect(typeName(a)).toBe('Float32Array');
+    a.fill(-1);
+    expect(Array.from(new Set(b))).toEqual([7]);
+    expect(Array.from(new Set((await small.data()) as Float32Array))).toEqual([7]);
+    const empty = hb.tensor(new Float32Array(0));
+    expect(((await empty.data()) as Float32Array).length).toBe(0);
+    big.dispose();
+    small.dispose();
   });
 
   test('in a child process: the blocks of large results come back once JS drops them, and are freed when idle', () => {

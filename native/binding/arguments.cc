@@ -146,6 +146,10 @@ Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::s
       }
     }
   }
+  return newV8TypedArray(env, dtype, length);
+}
+
+Napi::TypedArray newV8TypedArray(Napi::Env env, DType dtype, size_t length) {
   switch (dtype) {
     case DType::Float32: return Napi::Float32Array::New(env, length);
     case DType::Float64: return Napi::Float64Array::New(env, length);

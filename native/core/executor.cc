@@ -1,5 +1,6 @@
 #include "native/core/executor.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -26,6 +27,7 @@ class Executor {
   }
 
   void submit(std::function<void()> work) {
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back(std::move(work));
@@ -34,6 +36,9 @@ class Executor {
   }
 
   bool isCurrentThread() const { return currentExecutor == this; }
+
+  // Nothing queued and nothing running; what the last work wrote is visible to the caller.
+  bool idle() const { return outstanding_.load(std::memory_order_acquire) == 0; }
 
  private:
   void loop(Device device) {
@@ -64,6 +69,8 @@ class Executor {
         queue_.pop_front();
       }
       work();
+      work = nullptr;  // its captures go before it counts as done
+      outstanding_.fetch_sub(1, std::memory_order_release);
       idleReleased = false;
     }
   }
@@ -72,6 +79,7 @@ class Executor {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
+  std::atomic<int64_t> outstanding_{0};  // submitted and not yet finished
   std::thread thread_;
 };
 
@@ -96,6 +104,8 @@ void submitToDevice(Device device, std::function<void()> work) {
 void submitToQueue(const std::string& queue, Device device, std::function<void()> work) {
   executorNamed("queue:" + queue + "@" + device.str(), device).submit(std::move(work));
 }
+
+bool deviceIsIdle(Device device) { return executorFor(device).idle(); }
 
 void runOnDeviceAndWait(Device device, const std::function<void()>& work) {
   // A compiled step's collective on a GPU's own thread stages through this: run it
