@@ -3,11 +3,13 @@
 // PyTorch's embedding_bag on the same cell: combiner sum and mean, dims 16 / 64 / 128,
 // batch 4096 and 16384, 1 and 20 ids per bag, uniform and power-law ids, a 1M-row table.
 // Our time counts what a user waits for: the promise resolving and the result read into
-// JS (out.data()). Both sides take the median of --iters calls per cell; the two sides
+// JS (out.data()). Both sides take the median of --iters calls per cell, after --warmup
+// calls (a user looks up in a loop: the first calls of a cell also pay for allocator and
+// heap growth, on both sides, which a handful of calls does not amortise); the two sides
 // alternate over --rounds rounds (these VMs vary several-fold from run to run), and each
 // cell's ratio is the median over the rounds, printed with its range.
 //
-//   node bench/lookup_grid.bench.js [--rows 1000000] [--iters 10] [--rounds 3] [--quick 1]
+//   node bench/lookup_grid.bench.js [--rows 1000000] [--iters 10] [--warmup 10] [--rounds 3] [--quick 1]
 //   (--quick 1: the dim-64 cells only)
 'use strict';
 const path = require('path');
@@ -20,6 +22,7 @@ const { seededUint32 } = require('./workloads');
 
 const rows = option('rows', 1_000_000);
 const iters = option('iters', 10);
+const warmup = option('warmup', 10);
 const rounds = option('rounds', 3);
 const quick = option('quick', 0) === 1;
 
@@ -51,12 +54,12 @@ function median(xs) {
 
 async function ourSeconds(table, batches, combiner) {
   const times = [];
-  for (let i = 0; i < iters + 2; i++) {
+  for (let i = 0; i < warmup + iters; i++) {
     const t0 = process.hrtime.bigint();
     const out = await hb.nn.embeddingLookupSparse(table, batches[i % batches.length], { combiner });
     await out.data();
     out.dispose();
-    if (i >= 2) times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+    if (i >= warmup) times.push(Number(process.hrtime.bigint() - t0) / 1e9);
   }
   return median(times);
 }
@@ -86,7 +89,7 @@ async function main() {
     for (let c = 0; c < cells.length; c++) {
       for (const combiner of ['sum', 'mean']) ours[c][combiner].push(await ourSeconds(tables.get(cells[c][0]), batchesOf[c], combiner));
     }
-    peer = runTorchPeer('torch_embedding_grid.py', [rows, iters, threads, JSON.stringify(cells)], { threads });
+    peer = runTorchPeer('torch_embedding_grid.py', [rows, iters, threads, JSON.stringify(cells), warmup], { threads });
     if (peer.error) break;
     peer.result.seconds.forEach(([sum, mean], c) => (theirs[c].sum.push(sum), theirs[c].mean.push(mean)));
   }

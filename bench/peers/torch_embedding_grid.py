@@ -1,7 +1,8 @@
 """PyTorch's CPU embedding_bag on every cell of bench/lookup_grid.bench.js.
 
 argv: rows, iters, threads, then the cells as one JSON list of [dim, batch, hotness, ids]
-(ids: "uniform" or "powerlaw", drawn as the bench draws them: x = rows^u - 1, u uniform).
+(ids: "uniform" or "powerlaw", drawn as the bench draws them: x = rows^u - 1, u uniform),
+then the calls made before timing each cell (default 2).
 Prints one JSON line: {"torch", "blas", "threads", "seconds": [[sum, mean] per cell]}.
 """
 import json
@@ -14,6 +15,7 @@ from torch_blas import blas_report
 
 rows, iters, threads = (int(x) for x in sys.argv[1:4])
 cells = json.loads(sys.argv[4])
+warmup = int(sys.argv[5]) if len(sys.argv) > 5 else 2
 torch.set_num_threads(threads)
 blas = blas_report()
 generator = torch.Generator().manual_seed(1)
@@ -33,6 +35,6 @@ for dim, batch, hotness, kind in cells:
         tables[dim] = torch.rand(rows, dim, generator=generator)
     table = tables[dim]
     batches = [ids_of(kind, batch, hotness) for _ in range(4)]
-    cell = [median_bag_seconds(table, batches, mode, iters, 2) for mode in ("sum", "mean")]
+    cell = [median_bag_seconds(table, batches, mode, iters, warmup) for mode in ("sum", "mean")]
     seconds.append(cell)
 print(json.dumps({"torch": torch.__version__, "blas": blas, "threads": torch.get_num_threads(), "seconds": seconds}))
