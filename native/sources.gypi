@@ -7,6 +7,7 @@
       "native/core/executor.cc",
       "native/core/status.cc",
       "native/core/tensor.cc",
+      "native/core/spin_wait.cc",
       "native/core/thread_pool.cc",
       "native/kernels/embedding_lookup_cpu.cc",
       "native/kernels/row_gather_cpu.cc",

@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "native/core/buffer.h"
+#include "native/core/spin_wait.h"
 
 namespace hb {
 
@@ -52,6 +53,11 @@ class Executor {
     bool idleReleased = true;
     for (;;) {
       std::function<void()> work;
+      // A device's executor polls a little before it sleeps: the next small op's round
+      // trip then costs a few microseconds instead of a wake-up (native/core/spin_wait.h).
+      if (ownsHostCache || ownsDevicePool) {
+        pollFor(spinBeforeSleep(), [this] { return outstanding_.load(std::memory_order_relaxed) > 0; });
+      }
       {
         std::unique_lock<std::mutex> lock(mutex_);
         if ((ownsHostCache || ownsDevicePool) && !idleReleased) {

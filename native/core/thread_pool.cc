@@ -10,53 +10,15 @@
 #include <thread>
 #include <vector>
 
+#include "native/core/spin_wait.h"
+
 namespace hb {
 
 namespace {
 
-// How long a thread polls for the next job, or for its helpers to finish, before it
-// sleeps on a condition variable. Waking a sleeping thread costs tens of microseconds on
-// the VMs this runs on (a futex wake and an inter-processor interrupt through the
-// hypervisor), about what a 4096-bag lookup takes: a step's parallel loops come back to
-// back, so polling a little keeps the helpers awake between them (as OpenMP runtimes do).
-// HB_SPIN_US sets it (0: sleep at once).
-std::chrono::microseconds configuredSpin() {
-  if (const char* env = std::getenv("HB_SPIN_US")) {
-    char* end = nullptr;
-    const long us = std::strtol(env, &end, 10);
-    // Anything but a whole number >= 0 keeps the default.
-    if (end != env && *end == '\0' && us >= 0) return std::chrono::microseconds(std::min(us, 100000L));
-  }
-  return std::chrono::microseconds(200);
-}
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#else
-  std::this_thread::yield();
-#endif
-}
-
-// Polls ready() for up to `spin`; true once it holds.
-template <typename Ready>
-bool pollFor(std::chrono::microseconds spin, Ready ready) {
-  if (spin.count() == 0) return ready();
-  const auto deadline = std::chrono::steady_clock::now() + spin;
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      if (ready()) return true;
-      cpuRelax();
-    }
-    if (std::chrono::steady_clock::now() >= deadline) return ready();
-  }
-}
-
 class ThreadPool {
  public:
-  explicit ThreadPool(int size) : size_(size), spin_(configuredSpin()) {
+  explicit ThreadPool(int size) : size_(size), spin_(spinBeforeSleep()) {
     for (int i = 1; i < size; ++i) workers_.emplace_back([this] { workerLoop(); });
   }
 
