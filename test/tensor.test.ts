@@ -161,6 +161,30 @@ describe('hb.tensor()', () => {
     small.dispose();
   });
 
+  test('in a child process: reads in a loop that never yields to the event loop do not pile up memory', () => {
+    // Reads of an idle tensor resolve at once, so this loop runs on microtasks alone and
+    // Node never reaches the finalizers that give host blocks back: the reads must not
+    // take a new host block each (2000 x 512 KiB would be 1 GiB).
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const path = require('path') as typeof import('path');
+    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+    const script = `
+      const hb = require(${dist});
+      (async () => {
+        const t = hb.tensor(new Float32Array(1 << 17).fill(2)); // 512 KiB
+        await t.data();
+        const before = process.memoryUsage().rss;
+        let sum = 0;
+        for (let i = 0; i < 2000; i++) sum += (await t.data())[i];
+        console.log(JSON.stringify({ grew: (process.memoryUsage().rss - before) / 2 ** 20, sum }));
+      })();`;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_DEVICE: 'cpu' } });
+    expect(child.status).toBe(0);
+    const { grew, sum } = JSON.parse(child.stdout.trim());
+    expect(sum).toBe(4000);
+    expect(grew).toBeLessThan(256);
+  });
+
   test('in a child process: the blocks of large results come back once JS drops them, and are freed when idle', () => {
     const { spawnSync } = require('child_process') as typeof import('child_process');
     const path = require('path') as typeof import('path');

@@ -131,23 +131,7 @@ Napi::TypedArray typedArrayOverBlock(Napi::Env env, napi_typedarray_type type, s
   return Napi::TypedArray(env, array);
 }
 
-Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner) {
-  const size_t bytes = length * dtypeSize(dtype);
-  if (bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes) {
-    Napi::ArrayBuffer buffer = pooledArrayBuffer(env, bytes, owner);
-    if (!buffer.IsEmpty()) {
-      switch (dtype) {
-        case DType::Float32: return typedArrayOver<Napi::Float32Array>(env, buffer, length);
-        case DType::Float64: return typedArrayOver<Napi::Float64Array>(env, buffer, length);
-        case DType::Int32: return typedArrayOver<Napi::Int32Array>(env, buffer, length);
-        case DType::Int64: return typedArrayOver<Napi::BigInt64Array>(env, buffer, length);
-        case DType::Float16:
-        case DType::BFloat16: return typedArrayOver<Napi::Uint16Array>(env, buffer, length);
-      }
-    }
-  }
-  return newV8TypedArray(env, dtype, length);
-}
+namespace {
 
 Napi::TypedArray newV8TypedArray(Napi::Env env, DType dtype, size_t length) {
   switch (dtype) {
@@ -160,6 +144,36 @@ Napi::TypedArray newV8TypedArray(Napi::Env env, DType dtype, size_t length) {
   }
   failWith(ErrorCode::Internal, "unknown dtype");
 }
+
+// `length` values of `dtype` over `buffer`, or V8's own array where `buffer` is empty.
+Napi::TypedArray typedArrayOrV8(Napi::Env env, DType dtype, size_t length, Napi::ArrayBuffer buffer) {
+  if (buffer.IsEmpty()) return newV8TypedArray(env, dtype, length);
+  switch (dtype) {
+    case DType::Float32: return typedArrayOver<Napi::Float32Array>(env, buffer, length);
+    case DType::Float64: return typedArrayOver<Napi::Float64Array>(env, buffer, length);
+    case DType::Int32: return typedArrayOver<Napi::Int32Array>(env, buffer, length);
+    case DType::Int64: return typedArrayOver<Napi::BigInt64Array>(env, buffer, length);
+    case DType::Float16:
+    case DType::BFloat16: return typedArrayOver<Napi::Uint16Array>(env, buffer, length);
+  }
+  failWith(ErrorCode::Internal, "unknown dtype");
+}
+
+bool pooledSize(size_t bytes) { return bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes; }
+
+}  // namespace
+
+Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner) {
+  const size_t bytes = length * dtypeSize(dtype);
+  return typedArrayOrV8(env, dtype, length, pooledSize(bytes) ? pooledArrayBuffer(env, bytes, owner) : Napi::ArrayBuffer());
+}
+
+Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length) {
+  const size_t bytes = length * dtypeSize(dtype);
+  std::shared_ptr<Buffer> reused = pooledSize(bytes) ? Buffer::reuseHost(bytes) : nullptr;
+  return typedArrayOrV8(env, dtype, length, reused ? externalArrayBuffer(env, reused, bytes) : Napi::ArrayBuffer());
+}
+
 
 void refuseSharedMemory(const Napi::Value& value, const std::string& argument) {
   napi_env env = value.Env();

@@ -44,11 +44,12 @@ Tensor viewTypedArray(const Napi::Value& value, const char* argument, const DTyp
 // on Node 21+ they cannot be moved in a postMessage transfer list; copies can.)
 Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner = nullptr);
 
-// The same array in V8's own memory, whatever its size, for a copy made now on the JS
-// thread. A host block would come back only through a finalizer, which Node runs on a
-// later turn of the event loop: a loop of reads that never yields to it would hold every
-// block it read, where V8 frees its own memory as it collects.
-Napi::TypedArray newV8TypedArray(Napi::Env env, DType dtype, size_t length);
+// The same array for a copy made now on the JS thread: over a host block kept for reuse
+// when one is free (its pages mapped already), else in V8's memory, never over a new
+// host block. Host blocks come back only through a finalizer, which Node runs on a later
+// turn of the event loop: a loop of reads that never yields to it would otherwise take a
+// new block for every read, where V8 frees its own memory as it collects.
+Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length);
 
 // A typed array of `length` values over a host block filled off the JS thread: large ones
 // view the block (it goes back to the block cache once JS lets go of the array), small

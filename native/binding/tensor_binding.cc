@@ -142,8 +142,9 @@ Napi::Value tensorData(const Napi::CallbackInfo& info) {
   const Tensor source = TensorHandle::unwrap(info[0], "tensor");
   if (!source.device().isCuda() && source.bytes() <= kInlineReadBytes && deviceIsIdle(Device::cpu())) {
     // Nothing queued can still write the values: copied here and now, the read skips the
-    // two thread hops of a queued one (most of a small read's time).
-    Napi::TypedArray array = newV8TypedArray(env, source.dtype, size_t(source.size()));
+    // two thread hops of a queued one (most of a small read's time), into a reused host
+    // block when one is free.
+    Napi::TypedArray array = newTypedArrayNow(env, source.dtype, size_t(source.size()));
     Tensor destination = viewTypedArray(array, "destination", &source.dtype);
     if (source.bytes() > 0) std::memcpy(destination.buffer->data(), source.buffer->data(), source.bytes());
     Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
@@ -169,9 +170,9 @@ Napi::Value tensorDataSync(const Napi::CallbackInfo& info) {
   const Tensor source = TensorHandle::unwrap(info[0], "tensor");
   HB_CHECK_CODE(!source.device().isCuda(), Device, "tensorDataSync: the tensor is on ", source.device().str(),
                 "; read it with await tensor.data()");
-  // V8's memory: a loop of synchronous reads never yields to the event loop, where a host
-  // block's finalizer would run (see newV8TypedArray).
-  Napi::TypedArray array = newV8TypedArray(env, source.dtype, size_t(source.size()));
+  // A loop of synchronous reads never yields to the event loop, where a host block's
+  // finalizer would run: reused blocks or V8's memory only (see newTypedArrayNow).
+  Napi::TypedArray array = newTypedArrayNow(env, source.dtype, size_t(source.size()));
   Tensor destination = viewTypedArray(array, "destination", &source.dtype);
   if (deviceIsIdle(Device::cpu())) {
     if (source.bytes() > 0) std::memcpy(destination.buffer->data(), source.buffer->data(), source.bytes());

@@ -115,6 +115,13 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, size_t bytes) {
   return std::shared_ptr<Buffer>(new Buffer(data, bytes, device, nullptr));
 }
 
+std::shared_ptr<Buffer> Buffer::reuseHost(size_t bytes) {
+  const size_t rounded = hostBlockSize(bytes);
+  void* data = rounded >= HostBlockCache::kMinCached ? hostCache().take(rounded) : nullptr;
+  if (data == nullptr) return nullptr;
+  return std::shared_ptr<Buffer>(new Buffer(data, bytes, Device::cpu(), nullptr));
+}
+
 void releaseIdleHostMemory() { hostCache().clear(); }
 
 std::shared_ptr<Buffer> Buffer::wrapHost(void* data, size_t bytes, std::function<void()> release) {

@@ -15,6 +15,9 @@ class Buffer {
  public:
   // Uninitialised memory; throws hb::Error if the allocation fails.
   static std::shared_ptr<Buffer> allocate(Device device, size_t bytes);
+  // A host block of at least `bytes` from the blocks kept for reuse (its pages already
+  // mapped), or null when none of that size is free: nothing is allocated.
+  static std::shared_ptr<Buffer> reuseHost(size_t bytes);
   // Views `data` without copying; `release` runs when the last reference goes.
   static std::shared_ptr<Buffer> wrapHost(void* data, size_t bytes, std::function<void()> release);
   // Views memory on `device` (a dynamic table's rows on a GPU); `release` as for wrapHost.
