@@ -13,7 +13,9 @@ function describeMachine(hb) {
   const cpu = os.cpus()[0] ? os.cpus()[0].model.trim() : 'unknown CPU';
   let device = `CPU: ${cpu}, ${os.cpus().length} threads (pool ${report.threads}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`;
   if (report.device === 'cuda') device += `; GPU: ${gpuName() || hb.currentDevice()}`;
-  return `${device}; node ${process.version}`;
+  const k = report.cpuKernels;
+  const kernels = k ? `; CPU kernels: matmul ${k.matmul}, interaction ${k.dotInteraction}, fill ${k.randomFill}, lookup ${k.embeddingLookup}` : '';
+  return `${device}; node ${process.version}${kernels}`;
 }
 
 const slugOf = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');

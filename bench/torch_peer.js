@@ -5,9 +5,11 @@
 // a user's machine has neither, and with them OpenBLAS picks a slower kernel, e.g.
 // Haswell's on an AVX-512 CPU), and as many threads as ours (OMP_NUM_THREADS, which
 // OpenBLAS also reads, and torch.set_num_threads through the script's arguments).
-// HB_SGEMM_ISA=avx2 caps our GEMMs at AVX2; the peer is then capped the same way
-// (OPENBLAS_CORETYPE=Haswell, the kernel OpenBLAS runs on an AVX2-only CPU), so an AVX-512
-// machine can stand in for the AVX2-only kind with both sides on the same instructions.
+// HB_CPU_ISA=avx2 holds every one of our CPU kernels to AVX2 (native/kernels/cpu_isa.h); the
+// peer is then held the same way: OPENBLAS_CORETYPE=Haswell (the kernel OpenBLAS runs on an
+// AVX2-only CPU) and ATEN_CPU_CAPABILITY=avx2 (torch's own kernels), so an AVX-512 machine
+// can stand in for the AVX2-only kind. HB_SGEMM_ISA=avx2 caps only our GEMMs, and then only
+// the peer's BLAS. The peer's line says what it ran (its BLAS core and torch's capability).
 //
 // Every peer prints one JSON line with a "blas" report (bench/peers/torch_blas.py): the
 // BLAS torch was built against and the one actually loaded. A peer on the reference
@@ -32,7 +34,9 @@ function runTorchPeer(script, args, { threads, device = 'cpu' } = {}) {
   if (!fs.existsSync(PYTHON)) return { error: `no ${PYTHON}` };
   const env = { ...process.env };
   for (const name of PINNED) delete env[name];
-  if (process.env.HB_SGEMM_ISA === 'avx2') env.OPENBLAS_CORETYPE = 'Haswell';
+  const heldToAvx2 = process.env.HB_CPU_ISA === 'avx2';
+  if (heldToAvx2 || process.env.HB_SGEMM_ISA === 'avx2') env.OPENBLAS_CORETYPE = 'Haswell';
+  if (heldToAvx2) env.ATEN_CPU_CAPABILITY = 'avx2';
   if (threads) env.OMP_NUM_THREADS = String(threads);
   env.PYTHONDONTWRITEBYTECODE = '1'; // no __pycache__ in bench/peers
   env.HB_PEER_DEVICE = device;
@@ -57,20 +61,22 @@ function runTorchPeer(script, args, { threads, device = 'cpu' } = {}) {
     kind: report.kind || 'unknown',
     build: report.build || {},
     coretypeEnv: report.coretype_env || null,
+    capability: report.capability || null,
   };
   return { result, blas, reference: blas.kind === 'reference' || blas.kind === 'unknown' };
 }
 
 /** The line a bench prints about the peer's BLAS. */
 function blasLine(peer) {
-  const { library, config, core, kind, build, coretypeEnv } = peer.blas;
+  const { library, config, core, kind, build, coretypeEnv, capability } = peer.blas;
   const what = config || (kind === 'reference' ? 'reference BLAS (netlib)' : kind);
   const parts = [
     `PyTorch ${peer.result.torch} BLAS: ${what}`,
     core ? `core ${core}` : null,
     library ? `loaded ${library}` : 'no BLAS library loaded',
     `built with BLAS_INFO=${build.BLAS_INFO}`,
-    coretypeEnv ? `OPENBLAS_CORETYPE=${coretypeEnv} (forced${coretypeEnv === 'Haswell' && process.env.HB_SGEMM_ISA === 'avx2' ? ' to match HB_SGEMM_ISA=avx2' : ''})` : null,
+    coretypeEnv ? `OPENBLAS_CORETYPE=${coretypeEnv} (forced${coretypeEnv === 'Haswell' && (process.env.HB_CPU_ISA || process.env.HB_SGEMM_ISA) === 'avx2' ? ' to match our AVX2 cap' : ''})` : null,
+    capability ? `torch's own kernels: ${capability}` : null,
   ].filter(Boolean);
   return `${parts.join('; ')}${peer.reference ? ` -- ${REFUSAL}` : ''}`;
 }

@@ -73,7 +73,14 @@ export interface BackendReport {
   gloo: { available: boolean; error?: string };
   /** Host threads the CPU kernels use (HB_NUM_THREADS, else the hardware threads). */
   threads: number;
+  /**
+   * The vector code each CPU kernel that picks one at run time runs: the best the CPU has,
+   * capped by HB_CPU_ISA=portable|avx2 (and the GEMMs by HB_SGEMM_ISA).
+   */
+  cpuKernels: { matmul: CpuKernelIsa; dotInteraction: CpuKernelIsa; randomFill: CpuKernelIsa; embeddingLookup: CpuKernelIsa };
 }
+
+export type CpuKernelIsa = 'avx512' | 'avx2' | 'portable';
 
 export interface NativeDynamicTableStats {
   rows: number; pending: number; capacityRows: number; admitted: number; evicted: number; hits: number; misses: number;

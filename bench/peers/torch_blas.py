@@ -7,6 +7,8 @@ blas_report() returns a dict the peers put under "blas" in their JSON line:
   kind:      openblas | mkl | blis | atlas | reference | builtin | unknown | cublas (HB_PEER_DEVICE=cuda)
   config, core: openblas_get_config() / openblas_get_corename() for OpenBLAS (MKL, BLIS: version)
   coretype_env: OPENBLAS_CORETYPE as this process saw it (None on a user's machine)
+  capability: the vector code of torch's own CPU kernels ("CPU capability usage" in
+             torch.__config__.show(): AVX512, AVX2, DEFAULT; ATEN_CPU_CAPABILITY caps it)
 A Debian python3-torch is built with BLAS_INFO=generic and links libblas.so.3, which is
 whatever update-alternatives points at: the reference netlib BLAS (package libblas3) or
 OpenBLAS (libopenblas0-pthread), BLIS, ATLAS.
@@ -81,6 +83,11 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
+def _cpu_capability():
+    match = re.search(r"CPU capability usage: (\S+)", torch.__config__.show())
+    return match.group(1) if match else None
+
+
 def blas_report():
     device = peer_device()
     if device.type == "cuda":
@@ -131,5 +138,6 @@ def blas_report():
         "config": config,
         "core": core,
         "coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+        "capability": _cpu_capability(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }

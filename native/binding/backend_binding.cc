@@ -7,6 +7,9 @@
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/distribute/communicator.h"
+#include "native/kernels/dot_interaction_cpu.h"
+#include "native/kernels/embedding_lookup.h"
+#include "native/kernels/random_fill.h"
 #include "native/kernels/sgemm.h"
 
 namespace hb {
@@ -40,6 +43,12 @@ Napi::Value backendReport(const Napi::CallbackInfo& info) {
   if (!distribute::glooCompiled()) gloo.Set("error", distribute::glooUnavailableReason());
   report.Set("gloo", gloo);
   report.Set("threads", threadPoolSize());
+  Napi::Object kernels = Napi::Object::New(env);
+  kernels.Set("matmul", sgemmIsaName());
+  kernels.Set("dotInteraction", dotInteractionIsaName());
+  kernels.Set("randomFill", fillIsaName());
+  kernels.Set("embeddingLookup", embeddingLookupIsaName());
+  report.Set("cpuKernels", kernels);
   return report;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "native/core/thread_pool.h"
+#include "native/kernels/cpu_isa.h"
 #include "native/kernels/dense_math.h"
 
 namespace hb {
@@ -32,9 +33,11 @@ namespace {
 
 enum class VectorUnit { Portable, Avx2, Avx512 };
 VectorUnit vectorUnit() {
-  static const VectorUnit unit = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
+  static const VectorUnit unit = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                                         cpuIsaCap() >= CpuIsa::Avx512
                                      ? VectorUnit::Avx512
-                                     : (__builtin_cpu_supports("avx2") ? VectorUnit::Avx2 : VectorUnit::Portable);
+                                     : (__builtin_cpu_supports("avx2") && cpuIsaCap() >= CpuIsa::Avx2 ? VectorUnit::Avx2
+                                                                                                : VectorUnit::Portable);
   return unit;
 }
 #endif
@@ -50,6 +53,17 @@ void dotInteractionCpu(const float* t, float* z, int64_t batch, int64_t features
   }
 #endif
   portable::interaction(t, z, batch, features, width);
+}
+
+const char* dotInteractionIsaName() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (vectorUnit()) {
+    case VectorUnit::Avx512: return "avx512";
+    case VectorUnit::Avx2: return "avx2";
+    default: break;
+  }
+#endif
+  return "portable";
 }
 
 void dotInteractionGradCpu(const float* dz, const float* t, float* dt, int64_t batch, int64_t features, int64_t width) {

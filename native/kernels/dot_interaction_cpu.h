@@ -14,4 +14,7 @@ void dotInteractionCpu(const float* t, float* z, int64_t batch, int64_t features
 // dt[b, i, :] = sum over j != i (ascending) of dz[b, pair(i, j)] * t[b, j, :].
 void dotInteractionGradCpu(const float* dz, const float* t, float* dt, int64_t batch, int64_t features, int64_t width);
 
+// The vector code both run: "avx512", "avx2" or "portable".
+const char* dotInteractionIsaName();
+
 }  // namespace hb

@@ -26,5 +26,7 @@ struct EmbeddingLookupArgs {
 
 // Threaded over bags on the host thread pool.
 void embeddingLookupCpu(const EmbeddingLookupArgs& args);
+// The vector code it runs: "avx2" or "portable".
+const char* embeddingLookupIsaName();
 
 }  // namespace hb

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "native/core/thread_pool.h"
+#include "native/kernels/cpu_isa.h"
 #include "native/kernels/embedding_lookup.h"
 
 namespace hb {
@@ -35,7 +36,7 @@ constexpr int64_t kPrefetchDistance = 16;
 #pragma GCC pop_options
 
 bool hasAvx2() {
-  static const bool supported = __builtin_cpu_supports("avx2");
+  static const bool supported = __builtin_cpu_supports("avx2") && cpuIsaCap() >= CpuIsa::Avx2;
   return supported;
 }
 #endif
@@ -47,6 +48,13 @@ void embeddingLookupCpu(const EmbeddingLookupArgs& args) {
   if (hasAvx2()) return avx2::embeddingLookup(args);
 #endif
   portable::embeddingLookup(args);
+}
+
+const char* embeddingLookupIsaName() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (hasAvx2()) return "avx2";
+#endif
+  return "portable";
 }
 
 }  // namespace hb

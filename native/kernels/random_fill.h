@@ -112,4 +112,7 @@ void fillCpu(float* out, int64_t n, const FillSpec& spec);
 // thread pool; cuda::initRows is its twin on a device.
 void fillRowsCpu(float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n, const FillSpec& spec);
 
+// The vector code the two above run: "avx512", "avx2" or "portable".
+const char* fillIsaName();
+
 }  // namespace hb

@@ -2,6 +2,7 @@
 
 #include "native/core/buffer.h"
 #include "native/core/thread_pool.h"
+#include "native/kernels/cpu_isa.h"
 #include "native/kernels/random_fill.h"
 
 namespace hb {
@@ -30,13 +31,21 @@ namespace {
 #pragma GCC pop_options
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+bool hasAvx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl") && cpuIsaCap() >= CpuIsa::Avx512;
+}
+
+bool hasAvx2() { return __builtin_cpu_supports("avx2") && cpuIsaCap() >= CpuIsa::Avx2; }
+#endif
+
 }  // namespace
 
 void fillCpu(float* out, int64_t n, const FillSpec& spec) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                             __builtin_cpu_supports("avx512vl");
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx512 = hasAvx512();
+  static const bool avx2 = hasAvx2();
   if (avx512) return avx512::fill(out, n, spec);
   if (avx2) return avx2::fill(out, n, spec);
 #endif
@@ -45,13 +54,20 @@ void fillCpu(float* out, int64_t n, const FillSpec& spec) {
 
 void fillRowsCpu(float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n, const FillSpec& spec) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                             __builtin_cpu_supports("avx512vl");
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx512 = hasAvx512();
+  static const bool avx2 = hasAvx2();
   if (avx512) return avx512::fillRows(table, width, rows, ids, n, spec);
   if (avx2) return avx2::fillRows(table, width, rows, ids, n, spec);
 #endif
   portable::fillRows(table, width, rows, ids, n, spec);
+}
+
+const char* fillIsaName() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (hasAvx512()) return "avx512";
+  if (hasAvx2()) return "avx2";
+#endif
+  return "portable";
 }
 
 }  // namespace hb

@@ -42,6 +42,7 @@
 
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
+#include "native/kernels/cpu_isa.h"
 
 namespace hb {
 
@@ -636,10 +637,11 @@ Isa bestIsa() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) supported = Isa::Avx2;
   if (supported == Isa::Avx2 && __builtin_cpu_supports("avx512f")) supported = Isa::Avx512;
 #endif
-  Isa cap = Isa::Avx512;
+  // HB_CPU_ISA caps every host kernel (native/kernels/cpu_isa.h); HB_SGEMM_ISA this one.
+  Isa cap = cpuIsaCap() == CpuIsa::Portable ? Isa::Portable : cpuIsaCap() == CpuIsa::Avx2 ? Isa::Avx2 : Isa::Avx512;
   if (const char* env = std::getenv("HB_SGEMM_ISA")) {
     if (std::strcmp(env, "portable") == 0) cap = Isa::Portable;
-    if (std::strcmp(env, "avx2") == 0) cap = Isa::Avx2;
+    if (std::strcmp(env, "avx2") == 0) cap = std::min(cap, Isa::Avx2);
   }
   return std::min(supported, cap);
 }

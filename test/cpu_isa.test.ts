@@ -1,0 +1,65 @@
+// HB_CPU_ISA caps the vector instructions of every host kernel that picks its code at run
+// time (native/kernels/cpu_isa.h): the GEMMs, the dot interaction, the seeded fills and
+// the lookup, each of which hb.backend().cpuKernels names. The cap is read at process
+// start, so each setting runs in a child process.
+// The fills, the lookup and the interaction give the same bits on any code path; the
+// GEMMs' AVX2 and AVX-512 kernels agree with each other, and the portable one stays close.
+import { spawnSync } from 'child_process';
+
+const script = `
+  const hb = require(${JSON.stringify(require.resolve('../dist'))});
+  const { native } = require(${JSON.stringify(require.resolve('../dist/native'))});
+  const digestOf = (values) => {
+    let digest = 2166136261;
+    for (const bits of new Uint32Array(values.buffer, values.byteOffset, values.length)) digest = Math.imul(digest ^ bits, 16777619) >>> 0;
+    return digest;
+  };
+  (async () => {
+    const table = hb.variable(hb.initializers.randomUniform({ seed: 9 }), { shape: [1000, 37], name: 'isa_table' });
+    const fill = digestOf(await table.data());
+    const ids = hb.ragged(BigInt64Array.from({ length: 600 }, (_, i) => BigInt((i * 7919) % 1000)), Int32Array.from({ length: 201 }, (_, i) => i * 3));
+    const lookup = digestOf(await (await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'mean' })).data());
+    const features = 27, width = 64, batch = 37;
+    const t = hb.tensor(Float32Array.from({ length: batch * features * width }, (_, i) => Math.sin(i)), [batch, features * width]);
+    const [z] = await native.kernelRun('dot_interaction', [t.handle], [[batch, (features * (features - 1)) / 2]], { features });
+    const interaction = digestOf(await new hb.Tensor(z).data());
+    const a = hb.tensor(Float32Array.from({ length: 300 * 500 }, (_, i) => Math.cos(i)), [300, 500]);
+    const b = hb.tensor(Float32Array.from({ length: 500 * 70 }, (_, i) => Math.sin(3 * i)), [500, 70]);
+    const [c] = await native.kernelRun('matmul', [a.handle, b.handle], [[300, 70]], {});
+    const product = await new hb.Tensor(c).data();
+    console.log(JSON.stringify({ isa: native.measureFmaPeak(0.01).isa, kernels: hb.backend().cpuKernels, fill, lookup, interaction, gemm: digestOf(product), first: product[0] }));
+  })().catch((e) => { console.error(e); process.exit(2); });`;
+
+function runWith(cap: string | undefined) {
+  const env: NodeJS.ProcessEnv = { ...process.env, HB_DEVICE: 'cpu' };
+  delete env.HB_CPU_ISA;
+  delete env.HB_SGEMM_ISA;
+  if (cap !== undefined) env.HB_CPU_ISA = cap;
+  const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env });
+  if (child.status !== 0) throw new Error(`HB_CPU_ISA=${cap}: exit ${child.status}: ${child.stderr}`);
+  return JSON.parse(child.stdout.trim());
+}
+
+describe('HB_CPU_ISA (the vector instructions the host kernels may use)', () => {
+  test('avx2 and portable hold every kernel to that code and change no bits that must not change', () => {
+    const best = runWith(undefined);
+    const avx2 = runWith('avx2');
+    const portable = runWith('portable');
+    const unreadable = runWith('avx9000'); // not a cap: the best the CPU has
+    expect(portable.isa).toBe('portable');
+    expect(portable.kernels).toEqual({ matmul: 'portable', dotInteraction: 'portable', randomFill: 'portable', embeddingLookup: 'portable' });
+    // Held to AVX2: no kernel runs AVX-512, and each runs what it ran before where that was AVX2 or less.
+    for (const [kernel, code] of Object.entries(avx2.kernels as Record<string, string>)) {
+      expect([kernel, code]).toEqual([kernel, best.kernels[kernel] === 'avx512' ? 'avx2' : best.kernels[kernel]]);
+    }
+    expect(unreadable.kernels).toEqual(best.kernels);
+    expect(best.kernels.matmul).toBe(best.isa);
+    expect(['avx2', 'portable']).toContain(avx2.isa); // portable on a CPU without AVX2 + FMA
+    expect(unreadable.isa).toBe(best.isa);
+    for (const child of [avx2, portable, unreadable]) {
+      expect([child.fill, child.lookup, child.interaction]).toEqual([best.fill, best.lookup, best.interaction]);
+    }
+    if (avx2.isa === 'avx2' && best.isa !== 'portable') expect(avx2.gemm).toBe(best.gemm);
+    expect(Math.abs(portable.first - best.first)).toBeLessThan(1e-3 * Math.max(1, Math.abs(best.first)));
+  });
+});
