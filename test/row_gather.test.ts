@@ -89,10 +89,11 @@ describe('gatherRows (the shuffle\'s native gather)', () => {
     for (let i = 0; i < n; i += 997) expect(out[i]).toBe(i % 2 ? -(n - 1 - i) : n - 1 - i);
   });
 
-  test('strings of every length up to 40 bytes, short ones copied whole-width, come back byte for byte', async () => {
+  test('strings of every length from 0 to 40 bytes, short ones copied whole-width, come back byte for byte', async () => {
     // Long enough blocks that most strings have 16 bytes after them (the kernel's
-    // fixed-width copy) and the last few do not (its exact copy); empty strings between.
-    const text = (block: number, i: number) => (i % 7 === 3 ? '' : `${block}:${i}:`.padEnd(i % 41, String.fromCharCode(97 + (i % 26))));
+    // fixed-width copy) and the last few do not (its exact copy). A string is the first
+    // i % 41 characters of one naming its block and row, so each length occurs.
+    const text = (block: number, i: number) => `${block}.${i}.`.padEnd(40, String.fromCharCode(97 + (i % 26))).slice(0, i % 41);
     const sizes = [3000, 2000, 50];
     const columns = sizes.map((n, b) => strings(Array.from({ length: n }, (_, i) => text(b, i))));
     const made = columns.map((column) => rowBlock(['s'], [column]));

@@ -139,23 +139,31 @@ describe('hb.tensor()', () => {
   });
 
   test('a read waits for work still queued on the tensor; with nothing queued it is a copy made at once', async () => {
-    // A 256 MiB fill keeps the host queue busy while the small variable's fill and an
-    // assign wait behind it: those reads must go through the queue and see both.
-    const big = hb.variable(hb.initializers.constant(1), { shape: [1 << 26] });
-    const small = hb.variable(hb.initializers.constant(2.5), { shape: [1 << 16] });
+    // Host tensors whatever the suite's device. A 256 MiB fill keeps the host queue busy
+    // while the small variable's fill and an assign wait behind it: those reads must go
+    // through the queue and see both.
+    const cpu = { device: 'cpu' } as const;
+    const big = hb.variable(hb.initializers.constant(1), { shape: [1 << 26], ...cpu });
+    const small = hb.variable(hb.initializers.constant(2.5), { shape: [1 << 16], ...cpu });
     const filled = small.data();
-    const assigned = small.assign(hb.tensor(new Float32Array(1 << 16).fill(7)));
+    const assigned = small.assign(hb.tensor(new Float32Array(1 << 16).fill(7), undefined, undefined, cpu));
     const afterAssign = native.tensorDataSync(small.handle); // a feature transform's read
     expect(Array.from(new Set((await filled) as Float32Array))).toEqual([2.5]);
     expect(Array.from(new Set(afterAssign as Float32Array))).toEqual([7]);
     await assigned;
-    // Nothing queued now: reads are copied at once, each its own array.
+    await new Promise((r) => setTimeout(r, 20)); // the host worker has settled its last task
+    // Nothing queued now: a read is copied at once, its promise settled before any turn of
+    // the event loop (a queued read settles only on one), and each read is its own array.
+    let settled = false;
+    void small.data().then(() => (settled = true));
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+    expect(settled).toBe(true);
     const [a, b] = [(await small.data()) as Float32Array, native.tensorDataSync(small.handle) as Float32Array];
     expect(typeName(a)).toBe('Float32Array');
     a.fill(-1);
     expect(Array.from(new Set(b))).toEqual([7]);
     expect(Array.from(new Set((await small.data()) as Float32Array))).toEqual([7]);
-    const empty = hb.tensor(new Float32Array(0));
+    const empty = hb.tensor(new Float32Array(0), undefined, undefined, cpu);
     expect(((await empty.data()) as Float32Array).length).toBe(0);
     big.dispose();
     small.dispose();

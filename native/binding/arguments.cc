@@ -174,7 +174,6 @@ Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length) {
   return typedArrayOrV8(env, dtype, length, reused ? externalArrayBuffer(env, reused, bytes) : Napi::ArrayBuffer());
 }
 
-
 void refuseSharedMemory(const Napi::Value& value, const std::string& argument) {
   napi_env env = value.Env();
   napi_value buffer = nullptr;

@@ -141,12 +141,13 @@ Napi::Value tensorData(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Tensor source = TensorHandle::unwrap(info[0], "tensor");
   if (!source.device().isCuda() && source.bytes() <= kInlineReadBytes && deviceIsIdle(Device::cpu())) {
-    // Nothing queued can still write the values: copied here and now, the read skips the
-    // two thread hops of a queued one (most of a small read's time), into a reused host
-    // block when one is free.
+    // Nothing queued on the host can still write the values: copied here and now, the read
+    // skips the two thread hops of a queued one (most of a small read's time), into a
+    // reused host block when one is free.
     Napi::TypedArray array = newTypedArrayNow(env, source.dtype, size_t(source.size()));
-    Tensor destination = viewTypedArray(array, "destination", &source.dtype);
-    if (source.bytes() > 0) std::memcpy(destination.buffer->data(), source.buffer->data(), source.bytes());
+    if (source.bytes() > 0) {
+      std::memcpy(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), source.buffer->data(), source.bytes());
+    }
     Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
     read.Resolve(array);
     return read.Promise();

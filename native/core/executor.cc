@@ -111,7 +111,13 @@ void submitToQueue(const std::string& queue, Device device, std::function<void()
   executorNamed("queue:" + queue + "@" + device.str(), device).submit(std::move(work));
 }
 
-bool deviceIsIdle(Device device) { return executorFor(device).idle(); }
+bool deviceIsIdle(Device device) {
+  if (!device.isCuda()) {
+    static const Executor& host = executorFor(Device::cpu());  // no lookup on the read path
+    return host.idle();
+  }
+  return executorFor(device).idle();
+}
 
 void runOnDeviceAndWait(Device device, const std::function<void()>& work) {
   // A compiled step's collective on a GPU's own thread stages through this: run it

@@ -23,8 +23,10 @@ void submitToQueue(const std::string& queue, Device device, std::function<void()
 // needs a device's buffers; called on the device's own thread, it runs `work` at once.
 void runOnDeviceAndWait(Device device, const std::function<void()>& work);
 
-// True when nothing is queued or running on the device's executor: every write it made
-// is visible to the caller, so a host read needs no trip through the queue.
+// True when nothing is queued or running on the device's executor: every write queued
+// there is done and visible to the caller, so a host read of what only that queue writes
+// needs no trip through it. (Work on other queues is not covered: a queued read was not
+// ordered after it either.)
 bool deviceIsIdle(Device device);
 
 // Ready once everything queued on `device` so far has run. A task on another device

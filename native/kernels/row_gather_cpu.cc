@@ -66,7 +66,7 @@ void gatherItems(const RowGatherColumn::ItemArray& a, const int32_t* which, cons
 }
 
 // Strings up to this long (Criteo's categoricals are 8 hex digits) are copied as one
-// fixed-width move where their block has that many bytes left after them.
+// fixed-width move where both their block and the result have that many bytes left.
 constexpr size_t kShortString = 16;
 
 }  // namespace
@@ -173,17 +173,17 @@ RowGatherResult gatherRows(const RowGatherColumn& c, const int32_t* which, const
       return o[itemRows[k] + 1] - begin;
     }, offsets, c.name, "string bytes");
     out.byteCount = total;
-    // kShortString bytes of slack: the last string's fixed-width copy may spill into it.
-    out.bytes = hostBlock(size_t(total) + kShortString);
+    out.bytes = hostBlock(std::max<size_t>(size_t(total), 1));
     uint8_t* to = static_cast<uint8_t*>(out.bytes->data());
     for (int64_t k = 0; k < items; ++k) {
       const size_t b = size_t(itemWhich[k]);
       const int32_t begin = begins[size_t(k)];
       const size_t length = size_t(offsets[k + 1] - offsets[k]);
       const uint8_t* from = c.bytes[b] + begin;
-      if (length <= kShortString && begin + int64_t(kShortString) <= c.byteLengths[b]) {
+      if (length <= kShortString && begin + int64_t(kShortString) <= c.byteLengths[b] &&
+          offsets[k] + int64_t(kShortString) <= total) {
         // Strings are written in order, so the bytes past this one's end are the next
-        // one's to overwrite (or the slack's).
+        // ones' to overwrite; the last strings, within kShortString of the end, copy exactly.
         std::memcpy(to + offsets[k], from, kShortString);
       } else if (length > 0) {
         std::memcpy(to + offsets[k], from, length);
