@@ -58,6 +58,8 @@ namespace {
 constexpr size_t kPooledArrayBytes = size_t(64) << 10;
 constexpr size_t kMaxPooledArrayBytes = size_t(1) << 30;
 
+bool pooledSize(size_t bytes) { return bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes; }
+
 template <typename Array>
 Napi::TypedArray typedArrayOver(Napi::Env env, Napi::ArrayBuffer buffer, size_t length) {
   return Array::New(env, length, buffer, 0);
@@ -118,7 +120,7 @@ Napi::TypedArray typedArrayOverBlock(Napi::Env env, napi_typedarray_type type, s
                 "typedArrayOverBlock: the block is smaller than ", length, " values");
   const size_t bytes = length * elementBytes;
   Napi::ArrayBuffer buffer;
-  if (bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes) buffer = externalArrayBuffer(env, block, bytes);
+  if (pooledSize(bytes)) buffer = externalArrayBuffer(env, block, bytes);
   if (buffer.IsEmpty()) {
     // Small (V8's own memory is as cheap), or external buffers refused: a copy.
     buffer = Napi::ArrayBuffer::New(env, bytes);
@@ -158,8 +160,6 @@ Napi::TypedArray typedArrayOrV8(Napi::Env env, DType dtype, size_t length, Napi:
   }
   failWith(ErrorCode::Internal, "unknown dtype");
 }
-
-bool pooledSize(size_t bytes) { return bytes >= kPooledArrayBytes && bytes <= kMaxPooledArrayBytes; }
 
 }  // namespace
 

@@ -108,9 +108,8 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, size_t bytes) {
     return std::shared_ptr<Buffer>(new Buffer(data, bytes, device, nullptr));
   }
   HB_CHECK(bytes <= (size_t(1) << 48), "cannot allocate ", bytes, " bytes of host memory");
-  const size_t rounded = hostBlockSize(bytes);
-  void* data = rounded >= HostBlockCache::kMinCached ? hostCache().take(rounded) : nullptr;
-  if (data == nullptr) data = std::aligned_alloc(kHostAlignment, rounded);
+  if (std::shared_ptr<Buffer> reused = reuseHost(bytes)) return reused;
+  void* data = std::aligned_alloc(kHostAlignment, hostBlockSize(bytes));
   HB_CHECK(data != nullptr, "out of host memory allocating ", bytes, " bytes");
   return std::shared_ptr<Buffer>(new Buffer(data, bytes, device, nullptr));
 }
