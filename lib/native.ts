@@ -41,6 +41,11 @@ export interface NativeRowBlockColumn {
   bytes: Uint8Array | null;
 }
 
+/** An addon SHA-256 digest (sha256New). */
+export interface NativeSha256 {
+  readonly __nativeSha256: unique symbol;
+}
+
 /** A block of columns copied into native memory (rowBlock), for gatherRows. */
 export interface NativeRowBlock {
   readonly rows: number;
@@ -208,11 +213,28 @@ export interface NativeAddon {
   /**
    * Writes rows [rowBegin, rowEnd) of `tensor` at byte `position` of the existing file
    * `path` (not truncated); resolves to the byte count. Queued on the tensor's device
-   * after everything queued there before.
+   * after everything queued there before. With `digest`, the rows are added to it as they
+   * are written (hashed on a pool thread while this one writes). `direct` (default false):
+   * page-aligned stretches bypass the page cache (O_DIRECT) where the filesystem allows.
    */
-  tensorWriteRows(tensor: NativeTensorHandle, rowBegin: number, rowEnd: number, path: string, position: number): Promise<number>;
+  tensorWriteRows(tensor: NativeTensorHandle, rowBegin: number, rowEnd: number, path: string, position: number, digest?: NativeSha256, direct?: boolean): Promise<number>;
   /** Overwrites rows [rowBegin, rowEnd) of `tensor` with the file's bytes from `position`, queued on its device. */
   tensorReadRows(tensor: NativeTensorHandle, rowBegin: number, rowEnd: number, path: string, position: number): Promise<void>;
+
+  /** Whether the addon found OpenSSL's digest calls in this process (node's own), so that sha256New works. */
+  sha256Available(): boolean;
+  /** A new SHA-256 digest (lib/io/file_digest.ts). */
+  sha256New(): NativeSha256;
+  /** Adds the bytes to the digest now, on this thread. */
+  sha256Update(digest: NativeSha256, bytes: Uint8Array): void;
+  /** The hex digest; the digest refuses bytes after it. */
+  sha256Hex(digest: NativeSha256): string;
+  /**
+   * Adds bytes [position, position + length) of the open file `fd` (kept open by the caller
+   * until this settles; `name` names it in errors) to the digest, read and hashed on a queue
+   * of their own. HB_ERR_CORRUPT when the file is shorter, HB_ERR_IO when unreadable.
+   */
+  fileSha256Update(digest: NativeSha256, fd: number, name: string, position: number, length: number): Promise<void>;
 
   /** Fingerprint64 of each value; with numBuckets, TF's to_hash_bucket_fast (uint64 modulo). */
   stringsFingerprint(

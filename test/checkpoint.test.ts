@@ -384,6 +384,58 @@ describe('checkpoints of native tensors', () => {
     expect(Array.from((await native.tensorData(w)) as Float32Array)).toEqual([1, 2, 3, 1]);
   });
 
+  test('a large table saves the same file whichever digest and write path; a flipped byte fails either digest', async () => {
+    // 1.5 MB of rows: the page-aligned middle goes around the page cache unless HB_DIRECT_IO=0;
+    // the digest is the addon's (taken as rows are written) unless HB_NATIVE_SHA256=0.
+    const big = Float32Array.from({ length: 3000 * 129 }, (_, i) => Math.cos(i) * 100);
+    const tensor = owned(big, [3000, 129]);
+    const settings = [
+      { HB_NATIVE_SHA256: undefined, HB_DIRECT_IO: undefined },
+      { HB_NATIVE_SHA256: '0', HB_DIRECT_IO: undefined },
+      { HB_NATIVE_SHA256: undefined, HB_DIRECT_IO: '0' },
+      { HB_NATIVE_SHA256: '0', HB_DIRECT_IO: '0' },
+    ];
+    const withSettings = async <T>(env: Record<string, string | undefined>, run: () => Promise<T>): Promise<T> => {
+      const before = { ...process.env };
+      for (const [key, value] of Object.entries(env)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+      try {
+        return await run();
+      } finally {
+        for (const key of Object.keys(env)) {
+          if (before[key] === undefined) delete process.env[key];
+          else process.env[key] = before[key];
+        }
+      }
+    };
+    const files: string[] = [];
+    for (const [k, env] of settings.entries()) {
+      const into = path.join(dir, `run-${k}`);
+      files.push(
+        (await withSettings(env, () =>
+          saveCheckpoint(into, 7, [
+            { name: 'bias', dtype: 'float32', shape: [3], data: Float32Array.from([1, 2, 3]) },
+            { name: 'table', dtype: 'float32', shape: [2999, 129], data: { tensor, rowBegin: 1 } },
+          ]),
+        )).path,
+      );
+    }
+    const first = fs.readFileSync(files[0]);
+    for (const file of files.slice(1)) expect(fs.readFileSync(file).equals(first)).toBe(true);
+    expect(readHeader(files[0]).header.__metadata__.sha256).toBe(fileDigest(files[0]));
+    const { header } = readHeader(files[0]);
+    const dataStart = 8 + readHeader(files[0]).headerLength;
+    expect(first.subarray(dataStart + header.table.data_offsets[0], dataStart + header.table.data_offsets[1]).equals(bytesOf(big.subarray(129)))).toBe(true);
+
+    flipByte(files[0], Math.floor(first.length / 2));
+    for (const env of settings) {
+      await withSettings(env, () => expect(verifyCheckpoint(files[0])).rejects.toThrow(/checksum mismatch/));
+      await withSettings(env, () => expect(verifyCheckpoint(files[1])).resolves.toBeDefined());
+    }
+  });
+
   test('latestValidCheckpoint: undefined without checkpoints, an error when none verifies', async () => {
     expect(await latestValidCheckpoint(path.join(dir, 'missing'))).toBeUndefined();
     const { path: only } = await saveCheckpoint(dir, 3, weights(3));

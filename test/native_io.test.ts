@@ -1,3 +1,5 @@
+import { spawnSync } from 'child_process';
+import { createHash, randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -85,6 +87,130 @@ describe('tensorWriteRows / tensorReadRows', () => {
     expect(fs.readFileSync(file)).toEqual(bytesOf(Float32Array.from([1, 2, 3, 4])));
   });
 
+});
+
+describe('SHA-256 beside the writes (sha256New, tensorWriteRows with a digest, fileSha256Update)', () => {
+  const nodeSha = (...parts: Uint8Array[]) => {
+    const hash = createHash('sha256');
+    for (const p of parts) hash.update(p);
+    return hash.digest('hex');
+  };
+
+  test('node carries OpenSSL, so the digest is native here', () => {
+    expect(native.sha256Available()).toBe(true);
+  });
+
+  test('equals node crypto over the same bytes, whatever the pieces', () => {
+    const bytes = randomBytes(5000);
+    for (const cuts of [[], [0], [1], [55, 56], [63, 64, 65], [1000, 4999]]) {
+      const digest = native.sha256New();
+      let at = 0;
+      for (const cut of [...cuts, bytes.length]) {
+        native.sha256Update(digest, bytes.subarray(at, cut));
+        at = cut;
+      }
+      expect(native.sha256Hex(digest)).toBe(nodeSha(bytes));
+    }
+    expect(native.sha256Hex(native.sha256New())).toBe(nodeSha(new Uint8Array(0)));
+  });
+
+  // A checkpoint's shape: a JS header of odd length, then rows of a tensor from an
+  // unaligned offset (its middle pages direct, its ends through the page cache; over one
+  // 8 MiB piece), then a small tensor (all through the page cache).
+  async function writeCheckpointLike(file: string, direct: boolean): Promise<{ digest: string; expected: Buffer }> {
+    const header = randomBytes(321);
+    fs.writeFileSync(file, header);
+    const width = 257; // 1028-byte rows: no row boundary is page-aligned
+    const bigValues = Float32Array.from({ length: 9000 * width }, (_, i) => Math.sin(i) * 1000);
+    const big = owned(bigValues, [9000, width]);
+    const small = owned(Int32Array.from({ length: 30 }, (_, i) => i * 7 - 100), [10, 3]);
+    const digest = native.sha256New();
+    native.sha256Update(digest, header);
+    const bigBytes = await native.tensorWriteRows(big, 3, 8999, file, header.length, digest, direct);
+    expect(bigBytes).toBe(8996 * width * 4);
+    await native.tensorWriteRows(small, 2, 9, file, header.length + bigBytes, digest, direct);
+    const expected = Buffer.concat([header, bytesOf(bigValues.subarray(3 * width, 8999 * width)), bytesOf(new Int32Array(30).map((_, i) => i * 7 - 100).subarray(6, 27))]);
+    return { digest: native.sha256Hex(digest), expected };
+  }
+
+  test.each([
+    ['direct', true],
+    ['through the page cache', false],
+  ])('rows land byte for byte and the digest is of the file (%s)', async (_, direct) => {
+    const file = path.join(dir, 'ckpt.bin');
+    const { digest, expected } = await writeCheckpointLike(file, direct);
+    const written = fs.readFileSync(file);
+    expect(written.length).toBe(expected.length);
+    expect(written.equals(expected)).toBe(true);
+    expect(digest).toBe(nodeSha(written));
+  });
+
+  test('direct writes leave the rows out of the page cache (where the filesystem takes O_DIRECT)', async () => {
+    const resident = (file: string) => {
+      const r = spawnSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' });
+      expect(r.status).toBe(0);
+      return Number(r.stdout.trim());
+    };
+    const takesDirect = (file: string) => {
+      try {
+        fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_DIRECT));
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const buffered = path.join(dir, 'buffered.bin');
+    await writeCheckpointLike(buffered, false);
+    const direct = path.join(dir, 'direct.bin');
+    await writeCheckpointLike(direct, true);
+    const size = fs.statSync(direct).size;
+    // The page cache holds what went through it: all of the one, the ends of the other.
+    expect(resident(buffered)).toBeGreaterThan(0.9 * size);
+    if (takesDirect(direct)) expect(resident(direct)).toBeLessThan(64 * 1024);
+    else expect(resident(direct)).toBeGreaterThan(0.9 * size);
+  });
+
+  test('fileSha256Update hashes a range of an open file, over several pieces', async () => {
+    const bytes = randomBytes((9 << 20) + 333);
+    const file = path.join(dir, 'hashed.bin');
+    fs.writeFileSync(file, bytes);
+    const fd = fs.openSync(file, 'r');
+    try {
+      for (const [position, length] of [[0, bytes.length], [17, (8 << 20) + 1], [bytes.length, 0], [100, 5]]) {
+        const digest = native.sha256New();
+        await native.fileSha256Update(digest, fd, file, position, length);
+        expect(native.sha256Hex(digest)).toBe(nodeSha(bytes.subarray(position, position + length)));
+      }
+      const short = await errorOf(() => native.fileSha256Update(native.sha256New(), fd, file, bytes.length - 10, 11));
+      expect(short.code).toBe('HB_ERR_CORRUPT');
+      expect(short.message).toContain(file);
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
+
+  test('bad digests, bytes and descriptors are refused with errors that name them', async () => {
+    const digest = native.sha256New();
+    const notBytes = await errorOf(() => native.sha256Update(digest, Float32Array.from([1]) as unknown as Uint8Array));
+    expect(notBytes.name).toBe('TypeError');
+    expect(notBytes.message).toMatch(/^sha256Update: bytes must be a Uint8Array/);
+    native.sha256Hex(digest);
+    expect((await errorOf(() => native.sha256Update(digest, new Uint8Array(1)))).message).toMatch(/already taken/);
+    expect((await errorOf(() => native.sha256Hex(digest))).message).toMatch(/already taken/);
+    const file = emptyFile('d.bin');
+    const notBoolean = await errorOf(() => native.tensorWriteRows(owned(Float32Array.from([1]), [1]), 0, 1, file, 0, undefined, 1 as never));
+    expect(notBoolean.name).toBe('TypeError');
+    expect(notBoolean.message).toMatch(/^tensorWriteRows: direct must be a boolean/);
+    const notDigest = await errorOf(() => native.tensorWriteRows(owned(Float32Array.from([1]), [1]), 0, 1, file, 0, {} as never));
+    expect(notDigest.name).toBe('TypeError');
+    expect(notDigest.message).toMatch(/^tensorWriteRows: digest is not a digest/);
+    expect((await errorOf(() => native.sha256Hex({} as never))).message).toMatch(/^sha256Hex: digest is not a digest/);
+    const badFd = await errorOf(() => native.fileSha256Update(native.sha256New(), -1, file, 0, 1));
+    expect(badFd.message).toMatch(/^fd must be an integer/);
+    const closedFd = await errorOf(() => native.fileSha256Update(native.sha256New(), 2 ** 30, file, 0, 1));
+    expect(closedFd.code).toBe('HB_ERR_IO');
+    expect(closedFd.message).toContain(file);
+  });
 });
 
 describe('errors', () => {

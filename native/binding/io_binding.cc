@@ -1,7 +1,8 @@
 // Files for checkpoints (lib/io/checkpoint_file.ts): tensor rows streamed to and from
-// files on the tensor's executor. The checksum is node's (crypto, OpenSSL), over the bytes
-// as they lie in the file.
+// files on the tensor's executor, and the file's SHA-256 taken beside them (native/io/sha256.h:
+// the OpenSSL node's crypto runs), over the bytes as they lie in the file.
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "native/binding/arguments.h"
@@ -9,6 +10,7 @@
 #include "native/binding/exports.h"
 #include "native/binding/tensor_handle.h"
 #include "native/core/status.h"
+#include "native/io/sha256.h"
 #include "native/io/tensor_file.h"
 
 namespace hb {
@@ -31,6 +33,75 @@ std::string pathArgument(const Napi::Value& value) {
   return path;
 }
 
+constexpr napi_type_tag kSha256Tag = {0x6862747353484132ULL, 0x3536646967657374ULL};
+
+// The digest inside a handle sha256New made; `argument` names it in errors.
+std::shared_ptr<Sha256> unwrapDigest(const Napi::Value& value, const char* argument) {
+  Napi::Env env = value.Env();
+  bool tagged = false;
+  if (value.IsObject()) napi_check_object_type_tag(env, value, &kSha256Tag, &tagged);
+  if (!tagged) throw Napi::TypeError::New(env, std::string(argument) + " is not a digest (sha256New's result)");
+  void* data = nullptr;
+  if (napi_unwrap(env, value, &data) != napi_ok || data == nullptr) throw Napi::Error::New(env, std::string(argument) + " is unusable");
+  return *static_cast<std::shared_ptr<Sha256>*>(data);
+}
+
+// sha256Available() -> boolean: whether sha256New can be used here (else hash in JS).
+Napi::Value sha256Available(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), Sha256::available()); }
+
+// sha256New() -> a digest handle for sha256Update, tensorWriteRows, fileSha256Update, sha256Hex.
+Napi::Value sha256New(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* held = new std::shared_ptr<Sha256>(std::make_shared<Sha256>());
+  Napi::Object handle = Napi::Object::New(env);
+  const napi_status status = napi_wrap(
+      env, handle, held, [](napi_env, void* data, void*) { delete static_cast<std::shared_ptr<Sha256>*>(data); }, nullptr,
+      nullptr);
+  if (status != napi_ok) {
+    delete held;
+    throw Napi::Error::New(env, "sha256New: could not make the digest's handle");
+  }
+  if (napi_type_tag_object(env, handle, &kSha256Tag) != napi_ok) throw Napi::Error::New(env, "sha256New: could not tag the handle");
+  return handle;
+}
+
+// sha256Update(digest, bytes: Uint8Array): adds the bytes now, on the JS thread (headers and
+// arrays that are in JS already; rows go through tensorWriteRows).
+Napi::Value sha256Update(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Sha256> digest = unwrapDigest(info[0], "sha256Update: digest");
+  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    throw Napi::TypeError::New(env, "sha256Update: bytes must be a Uint8Array");
+  }
+  Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
+  digest->update(bytes.Data(), bytes.ByteLength());
+  return env.Undefined();
+}
+
+// sha256Hex(digest) -> the 64-character hex digest; the digest takes no more bytes after.
+Napi::Value sha256Hex(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), unwrapDigest(info[0], "sha256Hex: digest")->hexDigest());
+}
+
+// fileSha256Update(digest, fd, name, position, length) -> Promise<void>: adds those bytes of
+// the open file `fd` (the caller keeps it open until the promise settles; `name` for
+// errors), read and hashed on a queue of their own (the host's work goes on meanwhile).
+Napi::Value fileSha256Update(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Sha256> digest = unwrapDigest(info[0], "fileSha256Update: digest");
+  const uint64_t fd = indexArgument(info[1], "fd");
+  HB_CHECK_CODE(fd <= uint64_t(INT32_MAX), OutOfRange, "fd must be a file descriptor, got ", fd);
+  const std::string name = pathArgument(info[2]);
+  const uint64_t position = indexArgument(info[3], "position");
+  const uint64_t length = indexArgument(info[4], "length");
+  return scheduleOnQueue(env, "io", Device::cpu(), makeTask(
+      [digest, fd, name, position, length] {
+        PosixFile file = PosixFile::borrow(int(fd), name);
+        hashFileRange(file, position, length, *digest);
+      },
+      [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
+}
+
 // (tensor, rowBegin, rowEnd, path, position): what both row calls take, read and checked.
 struct RowRange {
   Tensor tensor;
@@ -50,14 +121,22 @@ RowRange rowRangeArguments(const Napi::CallbackInfo& info) {
   return r;
 }
 
-// tensorWriteRows(tensor, rowBegin, rowEnd, path, position) -> Promise<bytes>: queued on
-// the tensor's device, so it writes the values every operation queued before it has left.
+// tensorWriteRows(tensor, rowBegin, rowEnd, path, position, digest?, direct?) -> Promise<bytes>:
+// queued on the tensor's device, so it writes the values every operation queued before it
+// has left; the rows are added to `digest` as they are written; `direct` (default false):
+// page-aligned stretches may bypass the page cache (native/io/file_stream_writer.h).
 Napi::Value tensorWriteRows(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const RowRange r = rowRangeArguments(info);
+  std::shared_ptr<Sha256> digest;
+  if (!info[5].IsUndefined() && !info[5].IsNull()) digest = unwrapDigest(info[5], "tensorWriteRows: digest");
+  if (!info[6].IsUndefined() && !info[6].IsBoolean()) throw Napi::TypeError::New(env, "tensorWriteRows: direct must be a boolean");
+  const bool direct = info[6].IsBoolean() && info[6].As<Napi::Boolean>().Value();
   auto written = std::make_shared<uint64_t>(0);
   return schedule(env, r.tensor.device(), makeTask(
-      [r, written] { *written = writeTensorRows(r.tensor, r.rowBegin, r.rowEnd, r.path, r.position); },
+      [r, digest, direct, written] {
+        *written = writeTensorRows(r.tensor, r.rowBegin, r.rowEnd, r.path, r.position, digest.get(), direct);
+      },
       [written](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, double(*written)); }));
 }
 
@@ -76,6 +155,11 @@ Napi::Value tensorReadRows(const Napi::CallbackInfo& info) {
 void exportIo(Napi::Env env, Napi::Object exports) {
   exports.Set("tensorWriteRows", Napi::Function::New(env, guarded<tensorWriteRows>, "tensorWriteRows"));
   exports.Set("tensorReadRows", Napi::Function::New(env, guarded<tensorReadRows>, "tensorReadRows"));
+  exports.Set("sha256Available", Napi::Function::New(env, guarded<sha256Available>, "sha256Available"));
+  exports.Set("sha256New", Napi::Function::New(env, guarded<sha256New>, "sha256New"));
+  exports.Set("sha256Update", Napi::Function::New(env, guarded<sha256Update>, "sha256Update"));
+  exports.Set("sha256Hex", Napi::Function::New(env, guarded<sha256Hex>, "sha256Hex"));
+  exports.Set("fileSha256Update", Napi::Function::New(env, guarded<fileSha256Update>, "fileSha256Update"));
 }
 
 }  // namespace binding

@@ -39,10 +39,53 @@ PosixFile::PosixFile(const std::string& path, Mode mode) : path_(path) {
   }
 }
 
+std::optional<PosixFile> PosixFile::openDirect(const std::string& path) {
+#if defined(O_DIRECT)
+  HB_CHECK(path.find('\0') == std::string::npos, "path ", path, " contains a NUL character");
+  PosixFile file;
+  file.path_ = path;
+  do {
+    file.fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  } while (file.fd_ < 0 && errno == EINTR);
+  if (file.fd_ >= 0) return file;
+#else
+  (void)path;
+#endif
+  return std::nullopt;
+}
+
+size_t PosixFile::writeDirectAt(const void* data, size_t bytes, uint64_t position) {
+  checkSpan(path_, bytes, position);
+  const char* in = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t written = ::pwrite(fd_, in + done, std::min(bytes - done, kMaxIoCall), off_t(position + done));
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EINVAL) return done;  // alignment this filesystem refuses: the caller writes the rest
+      const int error = errno;
+      failWith(ErrorCode::IO, path_, ": write of ", bytes - done, " bytes at position ", position + done,
+               " failed: ", systemReason(error));
+    }
+    HB_CHECK_CODE(written > 0, IO, path_, ": write at position ", position + done, " made no progress");
+    done += size_t(written);
+  }
+  return done;
+}
+
+PosixFile PosixFile::borrow(int fd, const std::string& name) {
+  HB_CHECK_CODE(fd >= 0, InvalidArgument, name, ": ", fd, " is not a file descriptor");
+  PosixFile file;
+  file.path_ = name;
+  file.fd_ = fd;
+  file.owned_ = false;
+  return file;
+}
+
 PosixFile::~PosixFile() {
   // Nothing to report from here: writers make their data durable with fsync on their
   // own descriptor (checkpoints do), and a close error cannot be acted on.
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0 && owned_) ::close(fd_);
 }
 
 void PosixFile::writeAt(const void* data, size_t bytes, uint64_t position) {
@@ -80,6 +123,15 @@ void PosixFile::readAt(void* data, size_t bytes, uint64_t position) {
                   bytes, " bytes from position ", position, ")");
     done += size_t(got);
   }
+}
+
+void PosixFile::startWriteback(uint64_t position, size_t bytes) {
+#if defined(__linux__)
+  (void)::sync_file_range(fd_, off_t(position), off_t(bytes), SYNC_FILE_RANGE_WRITE);
+#else
+  (void)position;
+  (void)bytes;
+#endif
 }
 
 }  // namespace hb

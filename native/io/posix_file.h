@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace hb {
@@ -16,7 +17,14 @@ class PosixFile {
   // Write mode neither creates nor truncates: the caller made the file and lays out
   // its bytes itself.
   PosixFile(const std::string& path, Mode mode);
+  // The existing file opened for writes that bypass the page cache (O_DIRECT), or nothing
+  // where the filesystem or platform refuses them.
+  static std::optional<PosixFile> openDirect(const std::string& path);
+  // A descriptor the caller opened and keeps open past this object (not closed here);
+  // `name` is what errors call the file.
+  static PosixFile borrow(int fd, const std::string& name);
   ~PosixFile();
+  PosixFile(PosixFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_), owned_(other.owned_) { other.fd_ = -1; }
   PosixFile(const PosixFile&) = delete;
   PosixFile& operator=(const PosixFile&) = delete;
 
@@ -24,12 +32,24 @@ class PosixFile {
   void writeAt(const void* data, size_t bytes, uint64_t position);
   // Exactly `bytes`, from `position`.
   void readAt(void* data, size_t bytes, uint64_t position);
+  // On a file from openDirect: `bytes` at `position`, both and `data` aligned as the
+  // device wants (4096 is safe). Returns how many were written: fewer than `bytes` when the
+  // filesystem refuses the alignment (EINVAL), and the caller writes the rest through an
+  // ordinary descriptor. Other failures throw as writeAt's.
+  size_t writeDirectAt(const void* data, size_t bytes, uint64_t position);
+  // Asks the kernel to start writing these bytes to disk now, without waiting (Linux; a
+  // no-op elsewhere or where refused): the writer's fsync still makes them durable, and
+  // reports any error.
+  void startWriteback(uint64_t position, size_t bytes);
 
   const std::string& path() const { return path_; }
 
  private:
+  PosixFile() = default;
+
   std::string path_;
   int fd_ = -1;
+  bool owned_ = true;
 };
 
 // The largest count one pread/pwrite is given; Linux moves at most about 2 GiB per call.

@@ -4,7 +4,10 @@
 #include <limits>
 
 #include "native/core/status.h"
+#include "native/core/thread_pool.h"
+#include "native/io/file_stream_writer.h"
 #include "native/io/posix_file.h"
+#include "native/io/sha256.h"
 
 namespace hb {
 
@@ -54,15 +57,16 @@ uint64_t checkRowRange(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, u
 }
 
 uint64_t writeTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, const std::string& path,
-                         uint64_t position) {
+                         uint64_t position, Sha256* digest, bool direct) {
   const uint64_t bytes = checkRowRange(tensor, rowBegin, rowEnd, position);
   const RowLayout layout = rowLayout(tensor);
-  PosixFile file(path, PosixFile::Mode::Write);
+  FileStreamWriter file(path, digest, direct);
   const char* rows = rowStart(tensor, layout, rowBegin);
   if (!tensor.device().isCuda()) {
+    // In pieces a size_t always holds (bytes is 64-bit on every platform).
     for (uint64_t done = 0; done < bytes;) {
       const size_t count = size_t(std::min<uint64_t>(bytes - done, kMaxIoCall));
-      file.writeAt(rows + done, count, position + done);
+      file.write(rows + done, count, position + done);
       done += count;
     }
     return bytes;
@@ -73,7 +77,7 @@ uint64_t writeTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd,
   for (uint64_t done = 0; done < bytes;) {
     const size_t count = size_t(std::min<uint64_t>(bytes - done, stagingBytes));
     copyBytes(host, Device::cpu(), rows + done, tensor.device(), count);
-    file.writeAt(host, count, position + done);
+    file.write(host, count, position + done);
     done += count;
   }
   return bytes;
@@ -97,6 +101,34 @@ void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, cons
     file.readAt(host, count, position + done);
     copyBytes(rows + done, tensor.device(), host, Device::cpu(), count);
     done += count;
+  }
+}
+
+void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& digest) {
+  constexpr size_t kPieceBytes = size_t(8) << 20;
+  const size_t pieceBytes = size_t(std::min<uint64_t>(bytes, kPieceBytes));
+  if (pieceBytes == 0) return;
+  // Two pieces: the next is read on this thread while a pool thread hashes the last.
+  std::shared_ptr<Buffer> pieces = Buffer::allocate(Device::cpu(), 2 * pieceBytes);
+  char* piece[2] = {static_cast<char*>(pieces->data()), static_cast<char*>(pieces->data()) + pieceBytes};
+  size_t count = size_t(std::min<uint64_t>(bytes, pieceBytes));
+  file.readAt(piece[0], count, position);
+  for (uint64_t done = 0, k = 0; done < bytes; ++k) {
+    const uint64_t next = done + count;
+    const size_t nextCount = size_t(std::min<uint64_t>(bytes - next, pieceBytes));
+    char* current = piece[k % 2];
+    char* following = piece[(k + 1) % 2];
+    parallelFor(2, 1, [&](int64_t first, int64_t last) {
+      for (int64_t part = first; part < last; ++part) {
+        if (part == 0) {
+          if (nextCount > 0) file.readAt(following, nextCount, position + next);
+        } else {
+          digest.update(current, count);
+        }
+      }
+    });
+    done = next;
+    count = nextCount;
   }
 }
 

@@ -12,6 +12,8 @@
 #include <string>
 
 #include "native/core/tensor.h"
+#include "native/io/posix_file.h"
+#include "native/io/sha256.h"
 
 namespace hb {
 
@@ -28,12 +30,18 @@ RowLayout rowLayout(const Tensor& tensor);
 uint64_t checkRowRange(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, uint64_t position);
 
 // Writes rows [rowBegin, rowEnd) of `tensor` at byte `position` of the existing file
-// `path`. Returns the byte count.
+// `path`, and adds them to `digest` when given (hashed as they are written, not read back).
+// `direct`: page-aligned stretches may bypass the page cache (native/io/file_stream_writer.h).
+// Returns the byte count.
 uint64_t writeTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, const std::string& path,
-                         uint64_t position);
+                         uint64_t position, Sha256* digest = nullptr, bool direct = false);
 
 // Overwrites rows [rowBegin, rowEnd) of `tensor` with the bytes at `position` of `path`.
 void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, const std::string& path,
                     uint64_t position);
+
+// Adds bytes [position, position + bytes) of `file` to `digest` (reading the next piece
+// while the last is hashed). ErrorCode::Corrupt when the file is shorter.
+void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& digest);
 
 }  // namespace hb
