@@ -293,5 +293,15 @@ describeCuda('on a GPU', () => {
     const back = (await native.tensorData(target)) as Float32Array;
     expect(bytesOf(back.subarray(2 * width, (rows - 1) * width)).equals(expected)).toBe(true);
     expect(back.subarray(0, 2 * width).every((v) => v === 0)).toBe(true);
+
+    // Again with a digest and direct writes: each staged piece's aligned middle goes around
+    // the page cache, its ends through it, and the digest sees the bytes in file order.
+    const direct = emptyFile('gpu-direct.bin', 4);
+    const digest = native.sha256New();
+    native.sha256Update(digest, fs.readFileSync(direct));
+    await expect(native.tensorWriteRows(gpu, 1, rows - 2, direct, 4, digest, true)).resolves.toBe(bytes);
+    const written = fs.readFileSync(direct);
+    expect(written.subarray(4).equals(expected)).toBe(true);
+    expect(native.sha256Hex(digest)).toBe(createHash('sha256').update(written).digest('hex'));
   });
 });
