@@ -10,7 +10,6 @@
 //
 //   node bench/checkpoint.bench.js [--rows 2000000] [--dim 64] [--iters 5]
 'use strict';
-const { spawnSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -20,22 +19,19 @@ const { localPlacement } = require('../dist/embedding/placement');
 const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { timeInterleaved } = require('./timing');
+const { dropFromPageCache, readIntoPageCache } = require('./page_cache');
 const { record } = require('./report');
 
 const rows = option('rows', 2_000_000);
 const dim = option('dim', 64);
 const iters = option('iters', 5);
 
-/** Drops the file's clean pages from the page cache (GNU dd's nocache: posix_fadvise DONTNEED). */
 function dropFromCache(file) {
-  const r = spawnSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
-  if (r.status !== 0) throw new Error(`dd could not drop ${file} from the page cache: ${r.stderr}`);
+  if (!dropFromPageCache(file)) throw new Error(`dd could not drop ${file} from the page cache`);
 }
 
-/** Reads the whole file once, so that it lies in the page cache. */
 function readIntoCache(file) {
-  const r = spawnSync('cat', [file], { stdio: ['ignore', 'ignore', 'pipe'] });
-  if (r.status !== 0) throw new Error(`could not read ${file}: ${r.stderr}`);
+  if (!readIntoPageCache(file)) throw new Error(`could not read ${file}`);
 }
 
 async function main() {

@@ -34,6 +34,7 @@ const path = require('path');
 const { option } = require('./options');
 const { powerLawIds } = require('./workloads');
 const { record } = require('./report');
+const { dropFromPageCache } = require('./page_cache');
 
 const dim = 64;
 const batch = option('batch', 4096);
@@ -51,12 +52,6 @@ function stringOption(name) {
 
 const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
 const maxRssBytes = () => process.resourceUsage().maxRSS * 1024; // maxRSS is in KiB
-
-/** Drops `file` from the page cache (clean pages only: call after fsync); whether it could. */
-function dropFromPageCache(file) {
-  const r = spawnSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
-  return r.status === 0;
-}
 
 // ---------------------------------------------------------------------------------------
 // Child: one size, one phase
