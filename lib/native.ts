@@ -214,7 +214,7 @@ export interface NativeAddon {
    * Writes rows [rowBegin, rowEnd) of `tensor` at byte `position` of the existing file
    * `path` (not truncated); resolves to the byte count. Queued on the tensor's device
    * after everything queued there before. With `digest`, the rows are added to it as they
-   * are written (hashed on a pool thread while this one writes). `direct` (default false):
+   * are written (hashed on a thread beside the one that writes). `direct` (default false):
    * page-aligned stretches bypass the page cache (O_DIRECT) where the filesystem allows.
    */
   tensorWriteRows(tensor: NativeTensorHandle, rowBegin: number, rowEnd: number, path: string, position: number, digest?: NativeSha256, direct?: boolean): Promise<number>;

@@ -8,12 +8,14 @@
 // durable, so a crash at any moment leaves either the previous or the new state.
 //
 // Native tensors are streamed in row ranges by the addon (tensorWriteRows /
-// tensorReadRows), so a table never passes through the JS heap whole. One SHA-256 (node's
-// crypto) covers the whole file, header included, with the 64 characters that record it
-// read as zeros: a header is as much the model as the data (swapped names or offsets, an
-// edited global step or optimizer state would load silently otherwise). The header is
-// hashed as written, typed arrays as they are written, native rows read back in small
-// pieces right after the addon wrote them, while they are still in the page cache.
+// tensorReadRows), so a table never passes through the JS heap whole. One SHA-256 covers
+// the whole file, header included, with the 64 characters that record it read as zeros: a
+// header is as much the model as the data (swapped names or offsets, an edited global step
+// or optimizer state would load silently otherwise). The header and typed arrays are hashed
+// as they are written, native rows by the addon as it writes them (lib/io/file_digest.ts:
+// OpenSSL's, found in the process), their page-aligned stretches written around the page
+// cache. Without the addon's digest, node's crypto hashes the rows read back in small
+// pieces right after they were written, through the page cache, where they still are.
 import { randomBytes } from 'crypto';
 import { promises as fsp } from 'fs';
 import type { FileHandle } from 'fs/promises';
@@ -592,8 +594,10 @@ async function writeSafetensors(
   const dataStart = placeholder.length;
   for (const p of layout) {
     if (p.rows) {
-      // A native digest takes the rows as they are written; node's reads them back.
-      const written = await native.tensorWriteRows(p.rows.tensor, p.rows.begin, p.rows.end, file, dataStart + p.begin, hasher.native, directWrites());
+      // A native digest takes the rows as they are written; node's reads them back (from the
+      // page cache: not written around it then).
+      const direct = hasher.native !== undefined && directWrites();
+      const written = await native.tensorWriteRows(p.rows.tensor, p.rows.begin, p.rows.end, file, dataStart + p.begin, hasher.native, direct);
       if (written !== p.end - p.begin) throw new Error(`saveCheckpoint: internal error, ${written} bytes written for tensor ${JSON.stringify(p.tensor.name)}, expected ${p.end - p.begin}`);
       if (!hasher.native) await hashFileBytes(fh, file, dataStart + p.begin, written, hasher, failureIn(file));
     } else {

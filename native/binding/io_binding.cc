@@ -84,8 +84,9 @@ Napi::Value sha256Hex(const Napi::CallbackInfo& info) {
 }
 
 // fileSha256Update(digest, fd, name, position, length) -> Promise<void>: adds those bytes of
-// the open file `fd` (the caller keeps it open until the promise settles; `name` for
-// errors), read and hashed on a queue of their own (the host's work goes on meanwhile).
+// the open file `fd` (`name` for errors), read and hashed on a queue of their own (the
+// host's work goes on meanwhile). The task reads a copy of the descriptor, made here, so
+// the caller closing its own early cannot point the task at another file.
 Napi::Value fileSha256Update(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::shared_ptr<Sha256> digest = unwrapDigest(info[0], "fileSha256Update: digest");
@@ -94,11 +95,9 @@ Napi::Value fileSha256Update(const Napi::CallbackInfo& info) {
   const std::string name = pathArgument(info[2]);
   const uint64_t position = indexArgument(info[3], "position");
   const uint64_t length = indexArgument(info[4], "length");
+  auto file = std::make_shared<PosixFile>(PosixFile::duplicate(int(fd), name));
   return scheduleOnQueue(env, "io", Device::cpu(), makeTask(
-      [digest, fd, name, position, length] {
-        PosixFile file = PosixFile::borrow(int(fd), name);
-        hashFileRange(file, position, length, *digest);
-      },
+      [digest, file, position, length] { hashFileRange(*file, position, length, *digest); },
       [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
 }
 

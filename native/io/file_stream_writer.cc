@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "native/core/status.h"
-#include "native/core/thread_pool.h"
+#include "native/io/side_thread.h"
 
 namespace hb {
 
@@ -19,40 +19,47 @@ constexpr size_t kPieceBytes = size_t(8) << 20;
 constexpr uint64_t kDirectAlignment = 4096;
 // Below this a direct write saves less than its bounce copy and setup cost.
 constexpr size_t kDirectMinBytes = size_t(1) << 20;
+// Below this a piece is hashed after its write on this thread (a second thread costs more
+// than it saves), and its writeback is left to the caller's fsync (a head or tail page
+// shares its page with the next write, which would wait on a page under writeback).
+constexpr size_t kSideThreadMinBytes = size_t(1) << 20;
 
-// write(piece) on this thread and digest->update(piece) on a pool thread, at once.
+// write(piece) on this thread and digest->update(piece) beside it.
 template <typename Write>
 void writeWhileHashing(Sha256* digest, const char* hashed, size_t bytes, const Write& write) {
   if (digest == nullptr) {
     write();
-    return;
+  } else if (bytes < kSideThreadMinBytes) {
+    write();
+    digest->update(hashed, bytes);
+  } else {
+    runWithSideThread(write, [&] { digest->update(hashed, bytes); });
   }
-  parallelFor(2, 1, [&](int64_t first, int64_t last) {
-    for (int64_t part = first; part < last; ++part) {
-      if (part == 0) write();
-      else digest->update(hashed, bytes);
-    }
-  });
 }
 
 }  // namespace
 
 FileStreamWriter::FileStreamWriter(const std::string& path, Sha256* digest, bool direct)
-    : buffered_(path, PosixFile::Mode::Write),
-      direct_(direct ? PosixFile::openDirect(path) : std::nullopt),
-      digest_(digest) {
-  if (!direct_) return;
-  bounce_ = static_cast<char*>(std::aligned_alloc(kDirectAlignment, kPieceBytes));
-  if (bounce_ == nullptr) direct_.reset();
-}
+    : path_(path), buffered_(path, PosixFile::Mode::Write), digest_(digest), directWanted_(direct) {}
 
 FileStreamWriter::~FileStreamWriter() { std::free(bounce_); }
+
+bool FileStreamWriter::openDirect() {
+  if (direct_) return true;
+  if (!directWanted_) return false;
+  directWanted_ = false;  // one try: a refusal stands for the rest of the file
+  bounce_ = static_cast<char*>(std::aligned_alloc(kDirectAlignment, kPieceBytes));
+  if (bounce_ == nullptr) return false;
+  // Optional's move assignment needs PosixFile's; emplace makes it in place instead.
+  if (std::optional<PosixFile> opened = PosixFile::openDirect(path_)) direct_.emplace(std::move(*opened));
+  return direct_.has_value();
+}
 
 void FileStreamWriter::write(const char* data, size_t bytes, uint64_t position) {
   const uint64_t end = position + bytes;
   const uint64_t alignedBegin = (position + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
   const uint64_t alignedEnd = end / kDirectAlignment * kDirectAlignment;
-  if (!direct_ || alignedEnd <= alignedBegin || alignedEnd - alignedBegin < kDirectMinBytes) {
+  if (alignedEnd <= alignedBegin || alignedEnd - alignedBegin < kDirectMinBytes || !openDirect()) {
     writeBuffered(data, bytes, position);
     return;
   }
@@ -66,7 +73,7 @@ void FileStreamWriter::writeBuffered(const char* data, size_t bytes, uint64_t po
   for (size_t done = 0; done < bytes;) {
     const size_t count = std::min(bytes - done, kPieceBytes);
     writeWhileHashing(hash ? digest_ : nullptr, data + done, count, [&] { buffered_.writeAt(data + done, count, position + done); });
-    buffered_.startWriteback(position + done, count);
+    if (count >= kSideThreadMinBytes) buffered_.startWriteback(position + done, count);
     done += count;
   }
 }

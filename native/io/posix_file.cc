@@ -73,19 +73,21 @@ size_t PosixFile::writeDirectAt(const void* data, size_t bytes, uint64_t positio
   return done;
 }
 
-PosixFile PosixFile::borrow(int fd, const std::string& name) {
-  HB_CHECK_CODE(fd >= 0, InvalidArgument, name, ": ", fd, " is not a file descriptor");
+PosixFile PosixFile::duplicate(int fd, const std::string& name) {
   PosixFile file;
   file.path_ = name;
-  file.fd_ = fd;
-  file.owned_ = false;
+  file.fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (file.fd_ < 0) {
+    const int error = errno;
+    failWith(ErrorCode::IO, name, ": descriptor ", fd, " cannot be used: ", systemReason(error));
+  }
   return file;
 }
 
 PosixFile::~PosixFile() {
   // Nothing to report from here: writers make their data durable with fsync on their
   // own descriptor (checkpoints do), and a close error cannot be acted on.
-  if (fd_ >= 0 && owned_) ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void PosixFile::writeAt(const void* data, size_t bytes, uint64_t position) {

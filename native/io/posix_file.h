@@ -20,11 +20,11 @@ class PosixFile {
   // The existing file opened for writes that bypass the page cache (O_DIRECT), or nothing
   // where the filesystem or platform refuses them.
   static std::optional<PosixFile> openDirect(const std::string& path);
-  // A descriptor the caller opened and keeps open past this object (not closed here);
-  // `name` is what errors call the file.
-  static PosixFile borrow(int fd, const std::string& name);
+  // A copy of the open descriptor `fd` (F_DUPFD_CLOEXEC), owned and closed here, so the
+  // caller may close its own at any time; `name` is what errors call the file.
+  static PosixFile duplicate(int fd, const std::string& name);
   ~PosixFile();
-  PosixFile(PosixFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_), owned_(other.owned_) { other.fd_ = -1; }
+  PosixFile(PosixFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) { other.fd_ = -1; }
   PosixFile(const PosixFile&) = delete;
   PosixFile& operator=(const PosixFile&) = delete;
 
@@ -49,7 +49,6 @@ class PosixFile {
 
   std::string path_;
   int fd_ = -1;
-  bool owned_ = true;
 };
 
 // The largest count one pread/pwrite is given; Linux moves at most about 2 GiB per call.

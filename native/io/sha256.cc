@@ -27,15 +27,28 @@ struct EvpApi {
   bool complete() const { return ctxNew && ctxFree && sha256 && init && update && final; }
 };
 
+// Where the first call lives: every other is taken from the same object, so two OpenSSL
+// copies in one process (node's and a library's) are never mixed.
+void* libraryOf(void* symbol) {
+  Dl_info info;
+  if (symbol == nullptr || dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return RTLD_DEFAULT;
+  void* library = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  // The executable itself (node's static OpenSSL) may not reopen by name: its own symbols
+  // come first in the global scope anyway.
+  return library != nullptr ? library : RTLD_DEFAULT;
+}
+
 EvpApi findInProcess() {
   EvpApi api;
   // Node's own symbols (a static OpenSSL), or a libcrypto it loaded: both in the global scope.
-  api.ctxNew = reinterpret_cast<MdCtxNewFn>(dlsym(RTLD_DEFAULT, "EVP_MD_CTX_new"));
-  api.ctxFree = reinterpret_cast<MdCtxFreeFn>(dlsym(RTLD_DEFAULT, "EVP_MD_CTX_free"));
-  api.sha256 = reinterpret_cast<Sha256MdFn>(dlsym(RTLD_DEFAULT, "EVP_sha256"));
-  api.init = reinterpret_cast<DigestInitFn>(dlsym(RTLD_DEFAULT, "EVP_DigestInit_ex"));
-  api.update = reinterpret_cast<DigestUpdateFn>(dlsym(RTLD_DEFAULT, "EVP_DigestUpdate"));
-  api.final = reinterpret_cast<DigestFinalFn>(dlsym(RTLD_DEFAULT, "EVP_DigestFinal_ex"));
+  void* first = dlsym(RTLD_DEFAULT, "EVP_MD_CTX_new");
+  void* library = libraryOf(first);
+  api.ctxNew = reinterpret_cast<MdCtxNewFn>(dlsym(library, "EVP_MD_CTX_new"));
+  api.ctxFree = reinterpret_cast<MdCtxFreeFn>(dlsym(library, "EVP_MD_CTX_free"));
+  api.sha256 = reinterpret_cast<Sha256MdFn>(dlsym(library, "EVP_sha256"));
+  api.init = reinterpret_cast<DigestInitFn>(dlsym(library, "EVP_DigestInit_ex"));
+  api.update = reinterpret_cast<DigestUpdateFn>(dlsym(library, "EVP_DigestUpdate"));
+  api.final = reinterpret_cast<DigestFinalFn>(dlsym(library, "EVP_DigestFinal_ex"));
   return api;
 }
 

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "native/core/status.h"
-#include "native/core/thread_pool.h"
+#include "native/io/side_thread.h"
 #include "native/io/file_stream_writer.h"
 #include "native/io/posix_file.h"
 #include "native/io/sha256.h"
@@ -17,8 +17,8 @@ namespace {
 // free memory can still be saved.
 constexpr size_t kStagingBytes = size_t(16) << 20;
 
-// Host rows are read in pieces of this size, spread over the pool.
-constexpr uint64_t kReadPieceBytes = uint64_t(8) << 20;
+// Host reads from this size on are split between two threads.
+constexpr uint64_t kSplitReadBytes = uint64_t(16) << 20;
 
 char* rowStart(const Tensor& tensor, const RowLayout& layout, int64_t row) {
   return static_cast<char*>(tensor.buffer->data()) + size_t(row) * layout.rowBytes;
@@ -93,14 +93,15 @@ void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, cons
   PosixFile file(path, PosixFile::Mode::Read);
   char* rows = rowStart(tensor, layout, rowBegin);
   if (!tensor.device().isCuda()) {
-    // In pieces over the pool: one thread's copy out of the page cache (a restore's second
+    // Halves on two threads: one thread's copy out of the page cache (a restore's second
     // pass over a file its verification just read) runs at about half what two reach.
-    const int64_t pieces = int64_t((bytes + kReadPieceBytes - 1) / kReadPieceBytes);
-    parallelFor(pieces, 1, [&](int64_t first, int64_t last) {
-      const uint64_t begin = uint64_t(first) * kReadPieceBytes;
-      const uint64_t end = std::min<uint64_t>(bytes, uint64_t(last) * kReadPieceBytes);
-      file.readAt(rows + begin, size_t(end - begin), position + begin);
-    });
+    if (bytes < kSplitReadBytes) {
+      file.readAt(rows, size_t(bytes), position);
+      return;
+    }
+    const uint64_t half = bytes / 2;
+    runWithSideThread([&] { file.readAt(rows, size_t(half), position); },
+                      [&] { file.readAt(rows + half, size_t(bytes - half), position + half); });
     return;
   }
   const size_t stagingBytes = size_t(std::min<uint64_t>(bytes, kStagingBytes));
@@ -118,7 +119,7 @@ void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& d
   constexpr size_t kPieceBytes = size_t(8) << 20;
   const size_t pieceBytes = size_t(std::min<uint64_t>(bytes, kPieceBytes));
   if (pieceBytes == 0) return;
-  // Two pieces: the next is read on this thread while a pool thread hashes the last.
+  // Two pieces: the next is read on this thread while a thread beside it hashes the last.
   std::shared_ptr<Buffer> pieces = Buffer::allocate(Device::cpu(), 2 * pieceBytes);
   char* piece[2] = {static_cast<char*>(pieces->data()), static_cast<char*>(pieces->data()) + pieceBytes};
   size_t count = size_t(std::min<uint64_t>(bytes, pieceBytes));
@@ -128,15 +129,8 @@ void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& d
     const size_t nextCount = size_t(std::min<uint64_t>(bytes - next, pieceBytes));
     char* current = piece[k % 2];
     char* following = piece[(k + 1) % 2];
-    parallelFor(2, 1, [&](int64_t first, int64_t last) {
-      for (int64_t part = first; part < last; ++part) {
-        if (part == 0) {
-          if (nextCount > 0) file.readAt(following, nextCount, position + next);
-        } else {
-          digest.update(current, count);
-        }
-      }
-    });
+    runWithSideThread([&] { if (nextCount > 0) file.readAt(following, nextCount, position + next); },
+                      [&] { digest.update(current, count); });
     done = next;
     count = nextCount;
   }
