@@ -186,6 +186,21 @@ describe('SHA-256 beside the writes (sha256New, tensorWriteRows with a digest, f
         await native.fileSha256Update(digest, fd, file, position, length);
         expect(native.sha256Hex(digest)).toBe(nodeSha(bytes.subarray(position, position + length)));
       }
+      // The task reads its own copy of the descriptor: closing the caller's at once is safe.
+      const early = fs.openSync(file, 'r');
+      const digest = native.sha256New();
+      const hashing = native.fileSha256Update(digest, early, file, 0, bytes.length);
+      fs.closeSync(early);
+      // Another file, likely under the number just closed: a task reading that number would hash it.
+      const other = path.join(dir, 'other.bin');
+      fs.writeFileSync(other, Buffer.alloc(bytes.length, 1));
+      const reused = fs.openSync(other, 'r');
+      try {
+        await hashing;
+      } finally {
+        fs.closeSync(reused);
+      }
+      expect(native.sha256Hex(digest)).toBe(nodeSha(bytes));
       const short = await errorOf(() => native.fileSha256Update(native.sha256New(), fd, file, bytes.length - 10, 11));
       expect(short.code).toBe('HB_ERR_CORRUPT');
       expect(short.message).toContain(file);
