@@ -4,10 +4,10 @@
 #include <limits>
 
 #include "native/core/status.h"
-#include "native/io/side_thread.h"
 #include "native/io/file_stream_writer.h"
 #include "native/io/posix_file.h"
 #include "native/io/sha256.h"
+#include "native/io/side_thread.h"
 
 namespace hb {
 
@@ -19,6 +19,8 @@ constexpr size_t kStagingBytes = size_t(16) << 20;
 
 // Host reads from this size on are split between two threads.
 constexpr uint64_t kSplitReadBytes = uint64_t(16) << 20;
+// Pieces below this are hashed on the calling thread: a thread for them costs more than it saves.
+constexpr size_t kSideThreadMinBytes = size_t(1) << 20;
 
 char* rowStart(const Tensor& tensor, const RowLayout& layout, int64_t row) {
   return static_cast<char*>(tensor.buffer->data()) + size_t(row) * layout.rowBytes;
@@ -129,8 +131,15 @@ void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& d
     const size_t nextCount = size_t(std::min<uint64_t>(bytes - next, pieceBytes));
     char* current = piece[k % 2];
     char* following = piece[(k + 1) % 2];
-    runWithSideThread([&] { if (nextCount > 0) file.readAt(following, nextCount, position + next); },
-                      [&] { digest.update(current, count); });
+    const auto readNext = [&] { if (nextCount > 0) file.readAt(following, nextCount, position + next); };
+    const auto hashThis = [&] { digest.update(current, count); };
+    // A last or small piece is hashed here, after the read.
+    if (nextCount == 0 || count < kSideThreadMinBytes) {
+      readNext();
+      hashThis();
+    } else {
+      runWithSideThread(readNext, hashThis);
+    }
     done = next;
     count = nextCount;
   }
