@@ -214,6 +214,9 @@ describe('SHA-256 beside the writes (sha256New, tensorWriteRows with a digest, f
     const notBytes = await errorOf(() => native.sha256Update(digest, Float32Array.from([1]) as unknown as Uint8Array));
     expect(notBytes.name).toBe('TypeError');
     expect(notBytes.message).toMatch(/^sha256Update: bytes must be a Uint8Array/);
+    const shared = await errorOf(() => native.sha256Update(digest, new Uint8Array(new SharedArrayBuffer(4))));
+    expect(shared.name).toBe('TypeError');
+    expect(shared.message).toMatch(/^sha256Update: bytes is backed by a SharedArrayBuffer/);
     native.sha256Hex(digest);
     expect((await errorOf(() => native.sha256Update(digest, new Uint8Array(1)))).message).toMatch(/already taken/);
     expect((await errorOf(() => native.sha256Hex(digest))).message).toMatch(/already taken/);

@@ -2,7 +2,6 @@
 // files on the tensor's executor, and the file's SHA-256 taken beside them (native/io/sha256.h:
 // the OpenSSL node's crypto runs), over the bytes as they lie in the file.
 #include <cmath>
-#include <cstring>
 #include <memory>
 
 #include "native/binding/arguments.h"
@@ -73,6 +72,7 @@ Napi::Value sha256Update(const Napi::CallbackInfo& info) {
   if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
     throw Napi::TypeError::New(env, "sha256Update: bytes must be a Uint8Array");
   }
+  refuseSharedMemory(info[1], "sha256Update: bytes");
   Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
   digest->update(bytes.Data(), bytes.ByteLength());
   return env.Undefined();
