@@ -29,7 +29,10 @@ export interface NativeTensorHandle {
   dispose(): void;
 }
 
-/** One column of a block for rowBlock (see native/kernels/row_gather.h for the shapes). */
+/**
+ * One column of a block for concatRows and shuffleBufferPush, over the column's own arrays
+ * (see native/kernels/row_gather.h for the shapes).
+ */
 export interface NativeRowBlockColumn {
   name: string;
   /** A row is a range of items; null: a row is one item. */
@@ -46,14 +49,23 @@ export interface NativeSha256 {
   readonly __nativeSha256: unique symbol;
 }
 
-/** A block of columns copied into native memory (rowBlock), for gatherRows. */
-export interface NativeRowBlock {
-  readonly rows: number;
+/** A native shuffle buffer (shuffleBufferNew). */
+export interface NativeShuffleBuffer {
+  readonly __nativeShuffleBuffer: unique symbol;
 }
 
+/** Rows of a block taken by concatRows. */
+export interface NativeRowRange {
+  columns: NativeRowBlockColumn[];
+  start: number;
+  count: number;
+}
+
+/** One gathered column: itemArrays[a] null where no block read had it, partial[a] where some lacked it. */
 export interface NativeRowGatherResult {
   rowSplits: Int32Array | null;
-  itemArrays: Array<Uint8Array | Int32Array | Float32Array | Float64Array | BigInt64Array>;
+  itemArrays: Array<Uint8Array | Int32Array | Float32Array | Float64Array | BigInt64Array | null>;
+  partial: boolean[];
   itemOffsets: Int32Array | null;
   bytes: Uint8Array | null;
 }
@@ -303,16 +315,25 @@ export interface NativeAddon {
     maxNorm: number,
   ): Promise<NativeTensorHandle>;
 
-  /** A block of columns copied into native memory now (checked once), for gatherRows. */
-  rowBlock(columns: NativeRowBlockColumn[]): NativeRowBlock;
-  /** Gives a block's memory back now (gathers in flight keep what they read). */
-  rowBlockRelease(block: NativeRowBlock): void;
-
   /**
-   * Row i of each column is row rows[i] of blocks[which[i]]: the input pipeline's shuffle,
-   * gathered on a native queue of its own, off the JS thread.
+   * The pieces' rows one after another, one copy per array and piece (the batch op's cut
+   * across blocks). Synchronous: the arrays are read before it returns.
    */
-  gatherRows(blocks: NativeRowBlock[], which: Int32Array, rows: Int32Array): Promise<NativeRowGatherResult[]>;
+  concatRows(pieces: NativeRowRange[]): NativeRowGatherResult[];
+  /** concatRows on the "data" queue, off the JS thread: the arrays must not change until it settles. */
+  concatRowsAsync(pieces: NativeRowRange[]): Promise<NativeRowGatherResult[]>;
+
+  /** An empty shuffle buffer of bufferSize rows, picking with RowRandom(seed, 0). */
+  shuffleBufferNew(bufferSize: number, seed: number): NativeShuffleBuffer;
+  /**
+   * A block enters the buffer (checked and copied on the "data" queue; its arrays must not
+   * change until the promise settles): the rows it displaced, or null while filling.
+   */
+  shuffleBufferPush(buffer: NativeShuffleBuffer, columns: NativeRowBlockColumn[]): Promise<NativeRowGatherResult[] | null>;
+  /** Once the input ended: up to maxRows of the rows left, in random order; null when none. */
+  shuffleBufferDrain(buffer: NativeShuffleBuffer, maxRows: number): Promise<NativeRowGatherResult[] | null>;
+  /** Frees the buffer's blocks now (work in flight keeps what it reads). */
+  shuffleBufferRelease(buffer: NativeShuffleBuffer): void;
 
   /** The kernel table: names, inputs, outputs, dtypes, attrs (native/exec/kernel_def.h). */
   kernelRegistry(): NativeKernelRegistry;

@@ -1,8 +1,12 @@
 // Cutting a stream of row blocks into batches of a set size. A batch that lies inside
 // one block is a view of it (numeric columns are not copied); one that spans blocks is
-// one memcpy per column.
+// one native call, a copy per array and block (row_gather.ts). That copy runs off the JS
+// thread, except where a block it reads was handed out as a view before: the consumer
+// could transfer or detach that view's buffer while a copy off the thread read it, so
+// those are copied before the call returns.
 import type { Batch, Column } from './batch';
-import { batchRows, concatColumns, FlatBatch, flatten, sliceColumn, unflatten } from './columns';
+import { batchRows, columnLength, FlatBatch, flatten, sliceColumn, unflatten } from './columns';
+import { concatRowRanges, concatRowRangesOffThread, RowRange } from './row_gather';
 
 function sameLayout(a: FlatBatch, b: FlatBatch): boolean {
   return a.labelCount === b.labelCount && a.singleLabel === b.singleLabel && a.names.length === b.names.length && a.names.every((n, i) => n === b.names[i]);
@@ -10,18 +14,21 @@ function sameLayout(a: FlatBatch, b: FlatBatch): boolean {
 
 export async function* rebatchRows(source: AsyncIterable<Batch<Column>>, size: number, dropRemainder: boolean): AsyncGenerator<Batch<Column>> {
   const pending: FlatBatch[] = [];
+  const handedOut = new WeakSet<FlatBatch>(); // blocks a view of which went to the consumer
   let used = 0; // rows of pending[0] already given out
   let available = 0;
 
-  const cut = (rows: number): Batch<Column> => {
+  const cut = async (rows: number): Promise<Batch<Column>> => {
     const layout = pending[0];
-    const pieces: Column[][] = layout.columns.map(() => []);
+    const pieces: RowRange[] = [];
+    let shared = false;
     let left = rows;
     while (left > 0) {
       const block = pending[0];
       const blockRows = batchRows(block);
       const take = Math.min(left, blockRows - used);
-      block.columns.forEach((c, i) => pieces[i].push(take === blockRows ? c : sliceColumn(c, used, used + take)));
+      pieces.push({ columns: block.columns, start: used, count: take });
+      shared ||= handedOut.has(block);
       used += take;
       left -= take;
       if (used === blockRows) {
@@ -30,7 +37,13 @@ export async function* rebatchRows(source: AsyncIterable<Batch<Column>>, size: n
       }
     }
     available -= rows;
-    return unflatten(layout, pieces.map((p, i) => concatColumns(p, layout.names[i] || 'labels')));
+    if (pieces.length > 1) {
+      const names = layout.names.map((n) => n || 'labels');
+      return unflatten(layout, shared ? concatRowRanges(names, pieces) : await concatRowRangesOffThread(names, pieces));
+    }
+    const [{ columns, start, count }] = pieces;
+    handedOut.add(layout);
+    return unflatten(layout, count === columnLength(columns[0]) ? columns : columns.map((c) => sliceColumn(c, start, start + count)));
   };
 
   for await (const batch of source) {
@@ -42,9 +55,9 @@ export async function* rebatchRows(source: AsyncIterable<Batch<Column>>, size: n
     }
     pending.push(flat);
     available += rows;
-    while (available >= size) yield cut(size);
+    while (available >= size) yield await cut(size);
   }
-  if (available > 0 && !dropRemainder) yield cut(available);
+  if (available > 0 && !dropRemainder) yield await cut(available);
 }
 
 export async function* takeElements<T>(source: AsyncIterable<T>, count: number): AsyncGenerator<T> {

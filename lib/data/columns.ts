@@ -1,6 +1,6 @@
-// The row-wise cuts the pipeline makes on a batch's columns.
-// Every operation here copies whole typed arrays (set / subarray), so batching and
-// rebatching cost a memcpy per column, not a JS step per value.
+// The row-wise cuts the pipeline makes on a batch's columns, in JS: slices (views, with
+// rebased splits) and typed-array concatenation. Batches across blocks are concatenated
+// natively (row_gather.ts).
 import { StringColumn } from '../tensor/string_column';
 import { Ragged } from '../tensor/ragged';
 import type { Batch, Column, NumericColumn } from './batch';
@@ -27,35 +27,6 @@ function sliceStrings(column: StringColumn, start: number, end: number): StringC
   return new StringColumn(column.bytes.subarray(base, source[end]), offsets, column.valid?.subarray(start, end));
 }
 
-/** StringColumn.concat's result, with the per-row work in local typed-array loops. */
-function concatStrings(parts: StringColumn[]): StringColumn {
-  let rows = 0;
-  let size = 0;
-  let anyMissing = false;
-  for (const p of parts) {
-    rows += p.offsets.length - 1;
-    size += p.offsets[p.offsets.length - 1] - p.offsets[0];
-    anyMissing ||= p.valid !== undefined;
-  }
-  const bytes = new Uint8Array(size);
-  const offsets = new Int32Array(rows + 1);
-  const valid = anyMissing ? new Uint8Array(rows).fill(1) : undefined;
-  let row = 0;
-  let at = 0;
-  for (const p of parts) {
-    const source = p.offsets;
-    const n = source.length - 1;
-    const first = source[0];
-    bytes.set(p.bytes.subarray(first, source[n]), at);
-    const shift = at - first;
-    for (let i = 1; i <= n; i++) offsets[row + i] = source[i] + shift;
-    if (valid !== undefined && p.valid !== undefined) valid.set(p.valid, row);
-    row += n;
-    at += source[n] - first;
-  }
-  return new StringColumn(bytes, offsets, valid);
-}
-
 function sliceValues<T extends NumericColumn | StringColumn>(values: T, start: number, end: number): T {
   return (values instanceof StringColumn ? sliceStrings(values, start, end) : values.subarray(start, end)) as T;
 }
@@ -73,23 +44,6 @@ export function sliceColumn(column: Column, start: number, end: number): Column 
     return new ListColumn(sliceValues(column.values, s, e), rebasedSplits(column.rowSplits, start, end));
   }
   return sliceValues(column, start, end);
-}
-
-type NumericConstructor = Float32ArrayConstructor | Float64ArrayConstructor | Int32ArrayConstructor | BigInt64ArrayConstructor;
-
-function numericConstructor(values: NumericColumn): NumericConstructor {
-  if (values instanceof Float32Array) return Float32Array;
-  if (values instanceof Float64Array) return Float64Array;
-  if (values instanceof Int32Array) return Int32Array;
-  return BigInt64Array;
-}
-
-function concatNumeric(parts: NumericColumn[], name: string): NumericColumn {
-  const ctor = numericConstructor(parts[0]);
-  for (const p of parts) {
-    if (numericConstructor(p) !== ctor) throw new TypeError(`column '${name}' changes type between blocks (${ctor.name} and ${p.constructor.name})`);
-  }
-  return concatTypedArrays(parts);
 }
 
 /** Typed arrays of one kind, one after another (the first's constructor: arrays the addon made pass too). */
@@ -116,37 +70,6 @@ export function concatSplits(splitsList: readonly Int32Array[]): Int32Array {
     base += s[s.length - 1];
   }
   return out;
-}
-
-function concatValues(parts: Array<NumericColumn | StringColumn>, name: string): NumericColumn | StringColumn {
-  if (parts[0] instanceof StringColumn) {
-    if (!parts.every((p) => p instanceof StringColumn)) throw new TypeError(`column '${name}' changes type between blocks`);
-    return concatStrings(parts as StringColumn[]);
-  }
-  if (parts.some((p) => p instanceof StringColumn)) throw new TypeError(`column '${name}' changes type between blocks`);
-  return concatNumeric(parts as NumericColumn[], name);
-}
-
-/** The rows of several blocks of one column, one after the other. */
-export function concatColumns(parts: Column[], name: string): Column {
-  if (parts.length === 1) return parts[0];
-  const first = parts[0];
-  if (first instanceof Ragged) {
-    if (!parts.every((p) => p instanceof Ragged)) throw new TypeError(`column '${name}' changes type between blocks`);
-    const ragged = parts as Ragged[];
-    const values = concatNumeric(ragged.map((r) => r.values), name) as BigInt64Array | Int32Array;
-    const weighted = ragged.every((r) => r.weights !== undefined);
-    const weights = weighted ? (concatNumeric(ragged.map((r) => r.weights!), name) as Float32Array) : undefined;
-    return new Ragged(values, concatSplits(ragged.map((r) => r.rowSplits)), weights);
-  }
-  if (first instanceof ListColumn) {
-    if (!parts.every((p) => p instanceof ListColumn)) throw new TypeError(`column '${name}' changes type between blocks`);
-    const lists = parts as ListColumn[];
-    const values = concatValues(lists.map((l) => l.values), name) as Float32Array | Float64Array | StringColumn;
-    return new ListColumn(values, concatSplits(lists.map((l) => l.rowSplits)));
-  }
-  if (parts.some((p) => p instanceof Ragged || p instanceof ListColumn)) throw new TypeError(`column '${name}' changes type between blocks`);
-  return concatValues(parts as Array<NumericColumn | StringColumn>, name);
 }
 
 // A batch as a flat list of named columns, so the pipeline's operations treat features
@@ -177,7 +100,7 @@ export function flatten(batch: Batch<Column>): FlatBatch {
   return { names, columns, labelCount, singleLabel };
 }
 
-export function unflatten(layout: Omit<FlatBatch, 'columns'>, columns: Column[]): Batch<Column> {
+export function unflatten(layout: Omit<FlatBatch, 'columns'>, columns: readonly Column[]): Batch<Column> {
   const features: Record<string, Column> = {};
   for (let i = layout.labelCount; i < layout.names.length; i++) features[layout.names[i]] = columns[i];
   if (layout.labelCount === 0) return { features };

@@ -1,21 +1,12 @@
-// The shuffle's blocks in native memory: a block is copied there once when it enters the
-// shuffle buffer (one memcpy per array, no JS step per value), and each outgoing block is
-// one native gather of every column from the blocks it picks rows of, on a native queue
-// of its own, off the JS thread (native/binding/row_gather_binding.cc).
-import { native, NativeRowBlock, NativeRowBlockColumn, NativeRowGatherResult } from '../native';
+// hb.data's columns as the addon's row gathers take them (native/binding/row_block.h):
+// each column described over its own arrays (no copy), and each gathered column made back
+// into its hb.data kind. The batch op's cut across blocks (concatRowRanges) and the
+// shuffle buffer (shuffle.ts) run on these; neither steps through rows in JS.
+import { native, NativeRowBlockColumn, NativeRowGatherResult } from '../native';
 import { Ragged } from '../tensor/ragged';
 import { StringColumn } from '../tensor/string_column';
 import type { Column, NumericColumn } from './batch';
 import { ListColumn } from './list_column';
-
-type Kind = 'ragged' | 'list' | 'strings' | 'numeric';
-
-function kindOf(column: Column): Kind {
-  if (column instanceof Ragged) return 'ragged';
-  if (column instanceof ListColumn) return 'list';
-  if (column instanceof StringColumn) return 'strings';
-  return 'numeric';
-}
 
 function stringsSpec(name: string, strings: StringColumn, rowSplits: Int32Array | null): NativeRowBlockColumn {
   return { name, rowSplits, itemArrays: [strings.valid ?? null], itemOffsets: strings.offsets, bytes: strings.bytes };
@@ -33,37 +24,17 @@ function describe(name: string, column: Column): NativeRowBlockColumn {
   return { name, rowSplits: null, itemArrays: [column], itemOffsets: null, bytes: null };
 }
 
-/** A block of the shuffle buffer: its columns in native memory, and what kind each is. */
-export interface RowBlock {
-  readonly native: NativeRowBlock;
-  readonly kinds: readonly Kind[];
-  /** Per column: a list of strings (not of numbers). */
-  readonly strings: readonly boolean[];
-  /** Per column: a ragged column with weights. */
-  readonly weighted: readonly boolean[];
-  /** Per column: strings with missing-value flags. */
-  readonly hasFlags: readonly boolean[];
+/** A block's columns for the addon, by name (errors name the column). */
+export function describeColumns(names: readonly string[], columns: readonly Column[]): NativeRowBlockColumn[] {
+  return columns.map((column, c) => describe(names[c], column));
 }
 
-/** The block's columns copied into native memory now. */
-export function rowBlock(names: readonly string[], columns: readonly Column[]): RowBlock {
-  const stringsOfColumn = (c: Column) => (c instanceof StringColumn ? c : c instanceof ListColumn && c.values instanceof StringColumn ? c.values : undefined);
-  return {
-    native: native.rowBlock(columns.map((column, c) => describe(names[c], column))),
-    kinds: columns.map(kindOf),
-    strings: columns.map((c) => c instanceof ListColumn && c.values instanceof StringColumn),
-    weighted: columns.map((c) => c instanceof Ragged && c.weights !== undefined),
-    hasFlags: columns.map((c) => stringsOfColumn(c)?.valid !== undefined),
-  };
-}
-
-/** Gives the block's memory back now; gathers already started keep what they read. */
-export function releaseRowBlock(block: RowBlock): void {
-  native.rowBlockRelease(block.native);
-}
-
-type ResultArray = NativeRowGatherResult['itemArrays'][number];
+type ResultArray = NonNullable<NativeRowGatherResult['itemArrays'][number]>;
 const constructors = { Uint8Array, Int32Array, Float32Array, Float64Array, BigInt64Array } as const;
+
+function tagOf(array: ResultArray): keyof typeof constructors {
+  return Object.prototype.toString.call(array).slice(8, -1) as keyof typeof constructors;
+}
 
 /**
  * The array re-viewed (no copy) through this realm's constructor: arrays the addon makes
@@ -71,43 +42,58 @@ const constructors = { Uint8Array, Int32Array, Float32Array, Float64Array, BigIn
  * fails across realms, e.g. in a vm context or jest's).
  */
 function local<T extends ResultArray>(array: T): T {
-  const tag = Object.prototype.toString.call(array).slice(8, -1) as keyof typeof constructors;
-  const ctor = constructors[tag] as unknown as new (buffer: ArrayBufferLike, offset: number, length: number) => T;
+  const ctor = constructors[tagOf(array)] as unknown as new (buffer: ArrayBufferLike, offset: number, length: number) => T;
   return array instanceof ctor ? array : new ctor(array.buffer, array.byteOffset, array.length);
 }
 
-function stringsOf(r: NativeRowGatherResult, flags: Uint8Array | undefined): StringColumn {
-  return new StringColumn(local(r.bytes!), local(r.itemOffsets!), flags);
+function stringsOf(r: NativeRowGatherResult): StringColumn {
+  // Flags only where a block read had any: else every string is present.
+  const flags = r.itemArrays[0];
+  return new StringColumn(local(r.bytes!), local(r.itemOffsets!), flags === null ? undefined : (local(flags) as Uint8Array));
 }
 
 /**
- * Column c of the result: row i is row rows[i] of blocks[which[i]]. The blocks must
- * share their columns (names and kinds), as the blocks of one dataset do.
+ * A gathered column as its hb.data kind, read off its shape: strings have byte offsets,
+ * lists and ragged columns row splits; integer lists are hb.Ragged, float lists ListColumn.
  */
-export async function gatherColumns(blocks: readonly RowBlock[], which: Int32Array, rows: Int32Array): Promise<Column[]> {
-  const first = blocks[0];
-  // gatherRows refuses blocks whose columns differ in shape (each kind has its own), so
-  // the first block's kinds are every block's.
-  const results = await native.gatherRows(blocks.map((b) => b.native), which, rows);
-  return results.map((r, c) => {
-    const splits = r.rowSplits && local(r.rowSplits);
-    switch (first.kinds[c]) {
-      case 'ragged': {
-        // Weights in some blocks only: none come back (as concatenating the blocks gives).
-        const weighted = blocks.every((b) => b.weighted[c]);
-        return new Ragged(local(r.itemArrays[0]) as BigInt64Array | Int32Array, splits!, weighted ? (local(r.itemArrays[1]) as Float32Array) : undefined);
-      }
-      case 'list':
-        return new ListColumn(first.strings[c] ? stringsOf(r, flagsOf(blocks, c, r)) : (local(r.itemArrays[0]) as Float32Array | Float64Array), splits!);
-      case 'strings':
-        return stringsOf(r, flagsOf(blocks, c, r));
-      default:
-        return local(r.itemArrays[0]) as NumericColumn;
-    }
-  });
+function columnOf(r: NativeRowGatherResult): Column {
+  if (r.rowSplits === null) return r.itemOffsets !== null ? stringsOf(r) : (local(r.itemArrays[0]!) as NumericColumn);
+  const splits = local(r.rowSplits);
+  if (r.itemOffsets !== null) return new ListColumn(stringsOf(r), splits);
+  const values = r.itemArrays[0]!;
+  const tag = tagOf(values);
+  if (tag === 'Float32Array' || tag === 'Float64Array') return new ListColumn(local(values) as Float32Array | Float64Array, splits);
+  // Weights in some blocks only: none come back (as concatenating the blocks in JS gave).
+  const weights = r.itemArrays[1];
+  const weighted = weights !== null && weights !== undefined && !r.partial[1];
+  return new Ragged(local(values) as BigInt64Array | Int32Array, splits, weighted ? (local(weights) as Float32Array) : undefined);
 }
 
-/** A gathered string column's flags: only when a block had any (else every string is present). */
-function flagsOf(blocks: readonly RowBlock[], c: number, r: NativeRowGatherResult): Uint8Array | undefined {
-  return blocks.some((b) => b.hasFlags[c]) ? (local(r.itemArrays[0]) as Uint8Array) : undefined;
+/** The addon's gathered columns as hb.data columns. */
+export function columnsOf(results: readonly NativeRowGatherResult[]): Column[] {
+  return results.map(columnOf);
+}
+
+/** Rows of a block's columns: [start, start + count). */
+export interface RowRange {
+  columns: readonly Column[];
+  start: number;
+  count: number;
+}
+
+function rangesFor(names: readonly string[], pieces: readonly RowRange[]) {
+  return pieces.map((p) => ({ columns: describeColumns(names, p.columns), start: p.start, count: p.count }));
+}
+
+/** The pieces' rows one after another, copied in one native call before it returns. */
+export function concatRowRanges(names: readonly string[], pieces: readonly RowRange[]): Column[] {
+  return columnsOf(native.concatRows(rangesFor(names, pieces)));
+}
+
+/**
+ * The same, copied off the JS thread. The pieces' arrays are read while the promise is
+ * pending: only for arrays nothing else can reach (no view of them was handed out).
+ */
+export async function concatRowRangesOffThread(names: readonly string[], pieces: readonly RowRange[]): Promise<Column[]> {
+  return columnsOf(await native.concatRowsAsync(rangesFor(names, pieces)));
 }

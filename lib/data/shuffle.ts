@@ -1,83 +1,44 @@
 // tf.data's shuffle, over rows: a buffer of `bufferSize` rows; each incoming row takes
-// the place of a uniformly chosen buffered row, which goes out. The buffer holds
-// references (block, row) into blocks kept in native memory (each block copied there
-// once as it arrives), and each outgoing block is one native gather of every column from
-// the blocks it references, off the JS thread (row_gather.ts).
+// the place of a uniformly chosen buffered row, which goes out. The buffer is native
+// (native/binding/shuffle_buffer_binding.cc): each block is copied into it and its
+// displaced rows gathered on the addon's "data" queue, so the JS thread neither copies a
+// block nor steps through its rows. The picks are RowRandom's, as they were when this
+// loop ran in JS, so a seed gives the order it always gave.
 import type { Batch, Column } from './batch';
 import { batchRows, FlatBatch, flatten, unflatten } from './columns';
-import { gatherColumns, releaseRowBlock, RowBlock, rowBlock } from './row_gather';
-import { mix, RowRandom } from './synthetic_model';
+import { native } from '../native';
+import { columnsOf, describeColumns } from './row_gather';
+import { mix } from './synthetic_model';
 
 export async function* shuffleRows(source: AsyncIterable<Batch<Column>>, bufferSize: number, seed: number): AsyncGenerator<Batch<Column>> {
-  const random = new RowRandom(seed, 0);
-  const pick = (n: number) => Math.floor(random.next() * n);
-  const blocks: Array<RowBlock | undefined> = [];
-  const references: number[] = []; // live references into each block
-  const bufferBlock = new Int32Array(bufferSize);
-  const bufferRow = new Int32Array(bufferSize);
-  let filled = 0;
+  const buffer = native.shuffleBufferNew(bufferSize, seed >>> 0);
   let layout: FlatBatch | undefined;
+  let names: string[] = [];
   let lastRows = 1;
-
-  const emit = async (which: Int32Array, rows: Int32Array): Promise<Batch<Column>> => {
-    // Gather from the blocks referenced, renumbered densely.
-    const used = new Map<number, number>();
-    const dense = new Int32Array(which.length);
-    for (let i = 0; i < which.length; i++) {
-      let d = used.get(which[i]);
-      if (d === undefined) used.set(which[i], (d = used.size));
-      dense[i] = d;
-    }
-    const sources = [...used.keys()].map((b) => blocks[b]!);
-    // The native call holds the blocks it reads until it settles: they may leave the buffer now.
-    const gathered = gatherColumns(sources, dense, rows);
-    for (let i = 0; i < which.length; i++) {
-      if (--references[which[i]] === 0) {
-        releaseRowBlock(blocks[which[i]]!);
-        blocks[which[i]] = undefined;
+  try {
+    for await (const batch of source) {
+      const flat = flatten(batch);
+      const rows = batchRows(flat);
+      if (rows === 0) continue;
+      if (layout === undefined) {
+        layout = flat;
+        names = flat.names.map((n) => n || 'labels');
+      } else if (flat.names.length !== layout.names.length || flat.names.some((n, i) => n !== layout!.names[i])) {
+        throw new Error(`hb.data: shuffle: blocks have different columns (${layout.names.join(', ')} vs ${flat.names.join(', ')})`);
       }
+      lastRows = rows;
+      const leaving = await native.shuffleBufferPush(buffer, describeColumns(names, flat.columns));
+      if (leaving !== null) yield unflatten(layout, columnsOf(leaving));
     }
-    return unflatten(layout!, await gathered);
-  };
-
-  for await (const batch of source) {
-    const flat = flatten(batch);
-    const rows = batchRows(flat);
-    if (rows === 0) continue;
-    layout ??= flat;
-    if (flat.names.length !== layout.names.length || flat.names.some((n, i) => n !== layout!.names[i])) {
-      throw new Error(`hb.data: shuffle: blocks have different columns (${layout.names.join(', ')} vs ${flat.names.join(', ')})`);
+    if (layout === undefined) return;
+    // Drain: the rest of the buffer in random order, in blocks the size of the input's last.
+    for (;;) {
+      const rest = await native.shuffleBufferDrain(buffer, lastRows);
+      if (rest === null) return;
+      yield unflatten(layout, columnsOf(rest));
     }
-    lastRows = rows;
-    const id = blocks.length;
-    blocks.push(rowBlock(flat.names.map((n) => n || 'labels'), flat.columns));
-    references.push(rows);
-    const outBlock: number[] = [];
-    const outRow: number[] = [];
-    for (let r = 0; r < rows; r++) {
-      if (filled < bufferSize) {
-        bufferBlock[filled] = id;
-        bufferRow[filled] = r;
-        filled++;
-        continue;
-      }
-      const slot = pick(bufferSize);
-      outBlock.push(bufferBlock[slot]);
-      outRow.push(bufferRow[slot]);
-      bufferBlock[slot] = id;
-      bufferRow[slot] = r;
-    }
-    if (outBlock.length > 0) yield await emit(Int32Array.from(outBlock), Int32Array.from(outRow));
-  }
-  // Drain: the rest of the buffer in random order, in blocks the size of the input's.
-  for (let i = filled - 1; i > 0; i--) {
-    const j = pick(i + 1);
-    [bufferBlock[i], bufferBlock[j]] = [bufferBlock[j], bufferBlock[i]];
-    [bufferRow[i], bufferRow[j]] = [bufferRow[j], bufferRow[i]];
-  }
-  for (let start = 0; start < filled; start += lastRows) {
-    const end = Math.min(filled, start + lastRows);
-    yield await emit(bufferBlock.slice(start, end), bufferRow.slice(start, end));
+  } finally {
+    native.shuffleBufferRelease(buffer);
   }
 }
 

@@ -17,6 +17,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exportTensor(env, exports);
   exportEmbedding(env, exports);
   exportRowGather(env, exports);
+  exportShuffleBuffer(env, exports);
   exportStrings(env, exports);
   exportRouting(env, exports);
   exportTrain(env, exports);

@@ -1,5 +1,5 @@
 // Row gathers for the input pipeline's shuffle and batch: rows of one column picked from
-// several blocks, in any order, into one new block. Bytes and counts only; the binding
+// several blocks, in any order (or in ranges, one after another), into one new block. Bytes and counts only; the binding
 // (native/binding/row_gather_binding.cc) maps hb.data's column kinds onto it:
 //   numeric column     a row is one item of one item array
 //   hb.StringColumn    a row is one item: a range of bytes (itemOffsets), its valid flag an item array
@@ -54,5 +54,13 @@ void checkRowGatherPicks(const RowGatherColumn& column, const int32_t* which, co
 
 // Row i of the result is row rows[i] of block which[i]. Call both checks first.
 RowGatherResult gatherRows(const RowGatherColumn& column, const int32_t* which, const int32_t* rows, int64_t n);
+
+// Checks the ranges, piece p being rows [starts[p], starts[p] + counts[p]) of block p: each
+// inside its block, and the splits and offsets it reads in range and never falling.
+void checkRowRanges(const RowGatherColumn& column, const int64_t* starts, const int64_t* counts);
+
+// The pieces one after another (the batch op's cut across blocks): one copy per array
+// and piece. Call checkRowRanges first (it is all the checking this needs).
+RowGatherResult concatRowRanges(const RowGatherColumn& column, const int64_t* starts, const int64_t* counts);
 
 }  // namespace hb

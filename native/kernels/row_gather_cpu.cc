@@ -193,4 +193,119 @@ RowGatherResult gatherRows(const RowGatherColumn& c, const int32_t* which, const
   return out;
 }
 
+void checkRowRanges(const RowGatherColumn& c, const int64_t* starts, const int64_t* counts) {
+  const std::string& name = c.name;
+  const size_t blocks = size_t(c.blocks);
+  HB_CHECK(c.rows.size() == blocks && c.items.size() == blocks, "concatenate rows of column '", name, "': ", blocks,
+           " blocks but ", c.rows.size(), " row counts");
+  const bool ranged = !c.rowSplits.empty();
+  const bool withBytes = !c.itemOffsets.empty();
+  HB_CHECK(!ranged || c.rowSplits.size() == blocks, "concatenate rows of column '", name, "': row splits for ",
+           c.rowSplits.size(), " of ", blocks, " blocks");
+  HB_CHECK(!withBytes || (c.itemOffsets.size() == blocks && c.bytes.size() == blocks && c.byteLengths.size() == blocks),
+           "concatenate rows of column '", name, "': string offsets for ", c.itemOffsets.size(), " of ", blocks, " blocks");
+  for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
+    HB_CHECK(a.blocks.size() == blocks && a.fill.size() == a.elementBytes && a.elementBytes > 0,
+             "concatenate rows of column '", name, "': an item array covers ", a.blocks.size(), " of ", blocks, " blocks");
+  }
+  int64_t total = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    HB_CHECK(starts[b] >= 0 && counts[b] >= 0 && starts[b] + counts[b] <= c.rows[b], "concatenate rows of column '",
+             name, "': piece ", b, " is rows ", starts[b], "..", starts[b] + counts[b], " of a block of ", c.rows[b]);
+    total += counts[b];
+    HB_CHECK(total <= kMaxInt32, "concatenate rows of column '", name, "': more than 2^31 - 1 rows");
+    // Only the splits and offsets the piece reads: a block cut into many batches is not
+    // checked whole for each.
+    int64_t itemBegin = starts[b], itemEnd = starts[b] + counts[b];
+    if (ranged) {
+      checkSplits(c.rowSplits[b] + starts[b], counts[b], c.items[b], name, "row splits", int64_t(b));
+      itemBegin = c.rowSplits[b][starts[b]];
+      itemEnd = c.rowSplits[b][starts[b] + counts[b]];
+    } else {
+      HB_CHECK(c.items[b] == c.rows[b], "concatenate rows of column '", name, "': block ", b, " has ", c.rows[b],
+               " rows but ", c.items[b], " values");
+    }
+    if (withBytes) {
+      checkSplits(c.itemOffsets[b] + itemBegin, itemEnd - itemBegin, c.byteLengths[b], name, "string offsets", int64_t(b));
+    }
+  }
+}
+
+RowGatherResult concatRowRanges(const RowGatherColumn& c, const int64_t* starts, const int64_t* counts) {
+  const size_t blocks = size_t(c.blocks);
+  // Each piece's items: its rows' items under row splits, else its rows.
+  std::vector<int64_t> itemBegin(blocks), itemCount(blocks);
+  int64_t rows = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    if (c.rowSplits.empty()) {
+      itemBegin[b] = starts[b];
+      itemCount[b] = counts[b];
+    } else {
+      const int32_t* s = c.rowSplits[b];
+      itemBegin[b] = s[starts[b]];
+      itemCount[b] = s[starts[b] + counts[b]] - s[starts[b]];
+    }
+    rows += counts[b];
+  }
+  RowGatherResult out;
+  if (!c.rowSplits.empty()) {
+    out.rowSplits = hostBlock(size_t(rows + 1) * sizeof(int32_t));
+    int32_t* splits = static_cast<int32_t*>(out.rowSplits->data());
+    splits[0] = 0;
+    int64_t at = 0, base = 0;
+    for (size_t b = 0; b < blocks; ++b) {
+      const int32_t* s = c.rowSplits[b] + starts[b];
+      // The splits never fall (checked), so the last is the largest.
+      HB_CHECK(base + itemCount[b] <= kMaxInt32, "concatenate rows of column '", c.name, "': more than 2^31 - 1 values in one block");
+      const int32_t shift = int32_t(base - s[0]);
+      for (int64_t i = 1; i <= counts[b]; ++i) splits[at + i] = s[i] + shift;
+      at += counts[b];
+      base += itemCount[b];
+    }
+  }
+  int64_t items = 0;
+  for (size_t b = 0; b < blocks; ++b) items += itemCount[b];
+  out.items = items;
+  for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
+    const size_t e = a.elementBytes;
+    std::shared_ptr<Buffer> block = hostBlock(std::max<size_t>(size_t(items) * e, 1));
+    uint8_t* to = static_cast<uint8_t*>(block->data());
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* source = a.blocks[b];
+      if (source != nullptr) {
+        if (itemCount[b] > 0) std::memcpy(to, source + size_t(itemBegin[b]) * e, size_t(itemCount[b]) * e);
+      } else {
+        for (int64_t k = 0; k < itemCount[b]; ++k) std::memcpy(to + size_t(k) * e, a.fill.data(), e);
+      }
+      to += size_t(itemCount[b]) * e;
+    }
+    out.itemArrays.push_back(std::move(block));
+  }
+  if (!c.itemOffsets.empty()) {
+    out.itemOffsets = hostBlock(size_t(items + 1) * sizeof(int32_t));
+    int32_t* offsets = static_cast<int32_t*>(out.itemOffsets->data());
+    offsets[0] = 0;
+    int64_t at = 0, base = 0;
+    for (size_t b = 0; b < blocks; ++b) {
+      const int32_t* o = c.itemOffsets[b] + itemBegin[b];
+      HB_CHECK(base + (o[itemCount[b]] - o[0]) <= kMaxInt32, "concatenate rows of column '", c.name,
+               "': more than 2^31 - 1 string bytes in one block");
+      const int32_t shift = int32_t(base - o[0]);
+      for (int64_t k = 1; k <= itemCount[b]; ++k) offsets[at + k] = o[k] + shift;
+      at += itemCount[b];
+      base += o[itemCount[b]] - o[0];
+    }
+    out.byteCount = base;
+    out.bytes = hostBlock(std::max<size_t>(size_t(base), 1));
+    uint8_t* to = static_cast<uint8_t*>(out.bytes->data());
+    for (size_t b = 0; b < blocks; ++b) {
+      const int32_t* o = c.itemOffsets[b] + itemBegin[b];
+      const size_t length = size_t(o[itemCount[b]] - o[0]);
+      if (length > 0) std::memcpy(to, c.bytes[b] + o[0], length);
+      to += length;
+    }
+  }
+  return out;
+}
+
 }  // namespace hb

@@ -1,0 +1,165 @@
+// The input pipeline's shuffle buffer, natively (lib/data/shuffle.ts drives it): each
+// block pushed is viewed in JS memory for its push only, checked and copied into native
+// memory on the "data" queue, enters the reservoir (native/data/shuffle_reservoir.h), and
+// the rows it displaces come back as one gathered block. Nothing runs per row on the JS
+// thread, and blocks kept in the buffer are the addon's own memory.
+#include <napi.h>
+
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "native/binding/arguments.h"
+#include "native/binding/async_task.h"
+#include "native/binding/exports.h"
+#include "native/binding/row_block.h"
+#include "native/core/status.h"
+#include "native/data/shuffle_reservoir.h"
+
+namespace hb {
+namespace binding {
+
+namespace {
+
+struct ShuffleState {
+  ShuffleState(int64_t capacity, uint32_t seed) : reservoir(capacity, seed) {}
+  // Tasks of one buffer run one after another on the "data" queue; the lock keeps that
+  // true should a caller not wait for one push before the next.
+  std::mutex mutex;
+  ShuffleReservoir reservoir;
+  std::vector<std::shared_ptr<RowBlock>> slots;  // by reservoir slot; null once freed
+  RowBlockLayout layout;
+};
+
+// Tags the JS objects that stand for shuffle buffers, so no other object is taken for one.
+constexpr napi_type_tag kShuffleBufferTag = {0x6862747353485546ULL, 0x73687566666c6562ULL};
+
+std::shared_ptr<ShuffleState>* stateHolder(const Napi::Value& value, const std::string& argument) {
+  Napi::Env env = value.Env();
+  bool tagged = false;
+  if (value.IsObject()) napi_check_object_type_tag(env, value, &kShuffleBufferTag, &tagged);
+  if (!tagged) throw Napi::TypeError::New(env, argument + " is not a shuffle buffer (shuffleBufferNew's result)");
+  void* data = nullptr;
+  if (napi_unwrap(env, value, &data) != napi_ok || data == nullptr) throw Napi::Error::New(env, argument + " is unusable");
+  return static_cast<std::shared_ptr<ShuffleState>*>(data);
+}
+
+std::shared_ptr<ShuffleState> liveState(const Napi::Value& value, const std::string& argument) {
+  std::shared_ptr<ShuffleState> state = *stateHolder(value, argument);
+  if (!state) throw Napi::Error::New(value.Env(), argument + " was released");
+  return state;
+}
+
+// The rows leaving, gathered from their blocks; then the blocks whose last row left go.
+// Under the state's lock.
+GatheredColumns gatherLeaving(ShuffleState& state, const std::vector<RowRef>& leaving) {
+  // Blocks renumbered densely in the order the rows first name them.
+  std::unordered_map<int32_t, int32_t> dense;
+  std::vector<const RowBlock*> blocks;
+  std::vector<int32_t> which(leaving.size()), rows(leaving.size());
+  for (size_t i = 0; i < leaving.size(); ++i) {
+    auto [at, added] = dense.try_emplace(leaving[i].slot, int32_t(blocks.size()));
+    if (added) blocks.push_back(state.slots[size_t(leaving[i].slot)].get());
+    which[i] = at->second;
+    rows[i] = leaving[i].row;
+  }
+  GatheredColumns out = gatherBlockRows(blocks, state.layout, which.data(), rows.data(), int64_t(leaving.size()));
+  for (int32_t slot : state.reservoir.freed()) state.slots[size_t(slot)].reset();
+  return out;
+}
+
+Napi::Value resultOrNull(Napi::Env env, const std::shared_ptr<GatheredColumns>& gathered) {
+  if (!gathered) return env.Null();
+  return gatheredColumnsToJs(env, *gathered);
+}
+
+// shuffleBufferNew(bufferSize, seed): an empty buffer of bufferSize rows whose picks come
+// from RowRandom(seed, 0) (lib/data/synthetic_model.ts), as the JS shuffle's did.
+Napi::Value shuffleBufferNewBinding(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const double size = numberArgument(info[0], "shuffleBufferNew: bufferSize");
+  if (!(size >= 1 && size <= 9007199254740991.0) || size != double(int64_t(size))) {
+    throw Napi::RangeError::New(env, "shuffleBufferNew: bufferSize must be a positive integer, got " + std::to_string(size));
+  }
+  const double seed = numberArgument(info[1], "shuffleBufferNew: seed");
+  if (!(seed >= 0 && seed <= 4294967295.0) || seed != double(int64_t(seed))) {
+    throw Napi::RangeError::New(env, "shuffleBufferNew: seed must be an integer in [0, 2^32), got " + std::to_string(seed));
+  }
+  auto* held = new std::shared_ptr<ShuffleState>(std::make_shared<ShuffleState>(int64_t(size), uint32_t(seed)));
+  Napi::Object handle = Napi::Object::New(env);
+  if (napi_wrap(env, handle, held, [](napi_env, void* data, void*) { delete static_cast<std::shared_ptr<ShuffleState>*>(data); },
+                nullptr, nullptr) != napi_ok) {
+    delete held;
+    throw Napi::Error::New(env, "shuffleBufferNew: could not make the buffer's handle");
+  }
+  if (napi_type_tag_object(env, handle, &kShuffleBufferTag) != napi_ok) throw Napi::Error::New(env, "shuffleBufferNew: could not tag the handle");
+  return handle;
+}
+
+// shuffleBufferPush(buffer, columns): a promise of the rows the block displaced (one entry
+// per column, as concatRows gives), or null while the buffer is still filling. The
+// arrays are read on the "data" queue: they must not change until the promise settles.
+Napi::Value shuffleBufferPushBinding(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<ShuffleState> state = liveState(info[0], "shuffleBufferPush: buffer");
+  std::shared_ptr<RowBlock> views = viewRowBlock(info[1], "shuffleBufferPush");
+  if (views->columns.empty() || views->rows == 0) throw Napi::Error::New(env, "shuffleBufferPush: a block needs columns and rows");
+  if (views->rows > std::numeric_limits<int32_t>::max()) throw Napi::RangeError::New(env, "shuffleBufferPush: a block of 2^31 rows or more");
+  auto gathered = std::make_shared<std::shared_ptr<GatheredColumns>>();
+  return scheduleOnQueue(env, "data", Device::cpu(), makeTask(
+      // `views` is held (and let go) by the task, on the JS thread; the buffer keeps a copy.
+      [state, views, gathered] {
+        checkRowBlock(*views, "shuffleBufferPush");
+        std::shared_ptr<RowBlock> block = copyRowBlock(*views);
+        std::lock_guard<std::mutex> lock(state->mutex);
+        state->layout.admit(*block, "shuffleBufferPush");
+        std::vector<RowRef> leaving;
+        const int32_t slot = state->reservoir.add(block->rows, &leaving);
+        if (state->slots.size() <= size_t(slot)) state->slots.resize(size_t(slot) + 1);
+        state->slots[size_t(slot)] = std::move(block);
+        if (!leaving.empty()) *gathered = std::make_shared<GatheredColumns>(gatherLeaving(*state, leaving));
+      },
+      [gathered](Napi::Env env) { return resultOrNull(env, *gathered); }));
+}
+
+// shuffleBufferDrain(buffer, maxRows): once the input has ended, a promise of up to
+// maxRows of the rows left in a random order, or null when none are left.
+Napi::Value shuffleBufferDrainBinding(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<ShuffleState> state = liveState(info[0], "shuffleBufferDrain: buffer");
+  const double maxRows = numberArgument(info[1], "shuffleBufferDrain: maxRows");
+  if (!(maxRows >= 1 && maxRows < 2147483648.0) || maxRows != double(int64_t(maxRows))) {
+    throw Napi::RangeError::New(env, "shuffleBufferDrain: maxRows must be an integer in [1, 2^31), got " + std::to_string(maxRows));
+  }
+  auto gathered = std::make_shared<std::shared_ptr<GatheredColumns>>();
+  return scheduleOnQueue(env, "data", Device::cpu(), makeTask(
+      [state, gathered, rows = int64_t(maxRows)] {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        std::vector<RowRef> leaving;
+        state->reservoir.drain(rows, &leaving);
+        if (!leaving.empty()) *gathered = std::make_shared<GatheredColumns>(gatherLeaving(*state, leaving));
+      },
+      [gathered](Napi::Env env) { return resultOrNull(env, *gathered); }));
+}
+
+// shuffleBufferRelease(buffer): its blocks go now (a push or drain in flight keeps what it
+// reads until it settles), not when JS collects the handle.
+Napi::Value shuffleBufferReleaseBinding(const Napi::CallbackInfo& info) {
+  stateHolder(info[0], "shuffleBufferRelease: buffer")->reset();
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void exportShuffleBuffer(Napi::Env env, Napi::Object exports) {
+  exports.Set("shuffleBufferNew", Napi::Function::New(env, guarded<shuffleBufferNewBinding>, "shuffleBufferNew"));
+  exports.Set("shuffleBufferPush", Napi::Function::New(env, guarded<shuffleBufferPushBinding>, "shuffleBufferPush"));
+  exports.Set("shuffleBufferDrain", Napi::Function::New(env, guarded<shuffleBufferDrainBinding>, "shuffleBufferDrain"));
+  exports.Set("shuffleBufferRelease", Napi::Function::New(env, guarded<shuffleBufferReleaseBinding>, "shuffleBufferRelease"));
+}
+
+}  // namespace binding
+}  // namespace hb

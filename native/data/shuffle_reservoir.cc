@@ -1,0 +1,66 @@
+#include "native/data/shuffle_reservoir.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "native/core/status.h"
+
+namespace hb {
+
+ShuffleReservoir::ShuffleReservoir(int64_t capacity, uint32_t seed) : capacity_(capacity), random_(seed, 0) {
+  HB_CHECK(capacity > 0, "shuffle: bufferSize must be positive, got ", capacity);
+}
+
+void ShuffleReservoir::leave(RowRef ref, std::vector<RowRef>* leaving) {
+  leaving->push_back(ref);
+  if (--references_[size_t(ref.slot)] == 0) {
+    freed_.push_back(ref.slot);
+    freeSlots_.push_back(ref.slot);
+  }
+}
+
+int32_t ShuffleReservoir::add(int64_t rows, std::vector<RowRef>* leaving) {
+  HB_CHECK(!draining_, "shuffle: a block arrived after the buffer began to drain");
+  HB_CHECK(rows > 0 && rows <= std::numeric_limits<int32_t>::max(), "shuffle: a block of ", rows, " rows");
+  freed_.clear();
+  // The slot is taken before any row leaves, so a slot freed by this very call is not
+  // reused until the caller has read this call's rows.
+  int32_t slot;
+  if (!freeSlots_.empty()) {
+    slot = freeSlots_.back();
+    freeSlots_.pop_back();
+  } else {
+    HB_CHECK(references_.size() < size_t(std::numeric_limits<int32_t>::max()), "shuffle: too many blocks buffered");
+    slot = int32_t(references_.size());
+    references_.push_back(0);
+  }
+  references_[size_t(slot)] = rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    const RowRef incoming{slot, int32_t(r)};
+    if (int64_t(buffer_.size()) < capacity_) {
+      buffer_.push_back(incoming);
+      continue;
+    }
+    RowRef& place = buffer_[size_t(random_.below(capacity_))];
+    const RowRef outgoing = place;
+    place = incoming;
+    leave(outgoing, leaving);
+  }
+  return slot;
+}
+
+void ShuffleReservoir::drain(int64_t maxRows, std::vector<RowRef>* leaving) {
+  freed_.clear();
+  if (!draining_) {
+    draining_ = true;
+    // Fisher-Yates from the back, as the JS shuffle did.
+    for (int64_t i = int64_t(buffer_.size()) - 1; i > 0; --i) {
+      std::swap(buffer_[size_t(i)], buffer_[size_t(random_.below(i + 1))]);
+    }
+  }
+  const int64_t end = std::min<int64_t>(int64_t(buffer_.size()), drained_ + std::max<int64_t>(maxRows, 0));
+  for (; drained_ < end; ++drained_) leave(buffer_[size_t(drained_)], leaving);
+}
+
+}  // namespace hb
