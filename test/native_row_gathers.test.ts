@@ -85,7 +85,7 @@ describe('concatRows (the batch op\'s cut across blocks)', () => {
   });
 
   test('weights in some blocks only come back dropped; flags only where a block had them', () => {
-    const ragged = [kinds.ragged[0], new hb.Ragged(BigInt64Array.of(4n), Int32Array.of(0, 1))];
+    const ragged = [kinds.ragged[0] as hb.Ragged, new hb.Ragged(BigInt64Array.of(4n), Int32Array.of(0, 1))];
     const [mixed] = concatRowRanges(['r'], ragged.map((r) => ({ columns: [r], start: 0, count: r.nrows })));
     expect((mixed as hb.Ragged).weights).toBeUndefined();
     expect(Array.from((mixed as hb.Ragged).values as BigInt64Array)).toEqual([1n, 2n, 3n, 4n, 4n]);
@@ -308,7 +308,7 @@ describe('through hb.data', () => {
     const first = (await iterator.next()).value!;
     expect(rowsOf([first])).toEqual(plain.slice(0, 60));
     const dense = first.features.I1 as Float32Array;
-    structuredClone(dense.buffer, { transfer: [dense.buffer] });
+    structuredClone(dense.buffer, { transfer: [dense.buffer as ArrayBuffer] });
     await expect(iterator.next()).rejects.toThrow(/column 'I1'.*detached/);
     await iterator.return?.(undefined);
   });
