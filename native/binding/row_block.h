@@ -61,7 +61,6 @@ class RowBlockLayout {
   // Checks `block` against the layout (an Error naming the column when it differs) and
   // learns the types of item arrays seen for the first time. Changes nothing on error.
   void admit(const RowBlock& block, const std::string& where);
-  bool empty() const { return columns_.empty() && !set_; }
 
   struct Column {
     std::string name;

@@ -34,11 +34,6 @@ class ShuffleReservoir {
   // once that call's rows are read.
   const std::vector<int32_t>& freed() const { return freed_; }
 
-  // Slots in use or free; every slot named by a RowRef is below this.
-  int32_t slots() const { return int32_t(references_.size()); }
-
-  int64_t buffered() const { return int64_t(buffer_.size()) - drained_; }
-
  private:
   void leave(RowRef ref, std::vector<RowRef>* leaving);
 

@@ -1,6 +1,6 @@
 // Row gathers for the input pipeline's shuffle and batch: rows of one column picked from
 // several blocks, in any order (or in ranges, one after another), into one new block. Bytes and counts only; the binding
-// (native/binding/row_gather_binding.cc) maps hb.data's column kinds onto it:
+// (native/binding/row_block.cc) maps hb.data's column kinds onto it:
 //   numeric column     a row is one item of one item array
 //   hb.StringColumn    a row is one item: a range of bytes (itemOffsets), its valid flag an item array
 //   hb.Ragged          a row is a range of items (rowSplits): values and weights item arrays
