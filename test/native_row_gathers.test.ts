@@ -12,6 +12,7 @@ import * as hb from '../lib';
 import { native, NativeRowBlockColumn } from '../lib/native';
 import { columnsOf, concatRowRanges, concatRowRangesOffThread, describeColumns } from '../lib/data/row_gather';
 import { RowRandom } from '../lib/data/synthetic_model';
+import { passSeed } from '../lib/data/shuffle';
 import { collect, rowsOf } from './support/data';
 
 const { ListColumn } = hb.data;
@@ -145,6 +146,32 @@ describe('concatRows (the batch op\'s cut across blocks)', () => {
     expect(() => native.concatRows([ranged(null), ranged(Float32Array.of(1, 2)), ranged(Float64Array.of(1, 2))])).toThrow(/column 'w' changes type between blocks/);
   });
 
+  test('empty pieces and blocks of zero-length arrays, and large blocks, come back whole', () => {
+    const empty = [new Float32Array(0), strings([]), new hb.Ragged(new BigInt64Array(0), Int32Array.of(0))];
+    const full = [Float32Array.of(1, 2), strings(['a', null]), new hb.Ragged(BigInt64Array.of(5n), Int32Array.of(0, 1, 1))];
+    const out = concatRowRanges(['f', 's', 'r'], [{ columns: empty, start: 0, count: 0 }, { columns: full, start: 0, count: 0 }, { columns: full, start: 1, count: 1 }]);
+    expect(out.map((column) => cellOf(column, 0))).toEqual([2, null, { values: [], weights: undefined }]);
+    expect(out.map(lengthOf)).toEqual([1, 1, 1]);
+    const n = 200_000;
+    const a = Float64Array.from({ length: n }, (_, i) => i);
+    const text = strings(Array.from({ length: n }, (_, i) => `s${i}`));
+    const [values, texts] = concatRowRanges(['a', 't'], [{ columns: [a, text], start: n - 5, count: 5 }, { columns: [a, text], start: 0, count: n }]);
+    expect(lengthOf(values)).toBe(n + 5);
+    expect([(values as Float64Array)[4], (values as Float64Array)[5], (values as Float64Array)[n + 4]]).toEqual([n - 1, 0, n - 1]);
+    expect([(texts as hb.StringColumn).get(0), (texts as hb.StringColumn).get(n + 4)]).toEqual([`s${n - 5}`, `s${n - 1}`]);
+  });
+
+  test('an array detached by a getter while the arguments are read is an Error, not a read of freed memory', () => {
+    const values = Float32Array.of(1, 2, 3);
+    const moved = { columns: [spec({ itemArrays: [values] })], count: 1, get start() {
+      structuredClone(values.buffer, { transfer: [values.buffer as ArrayBuffer] });
+      return 0;
+    } };
+    expect(() => native.concatRows([moved])).toThrow(/detached or shrunk while the arguments were read/);
+    const flags = { name: 's', rowSplits: null, itemArrays: [Int32Array.of(1)], itemOffsets: Int32Array.of(0, 1), bytes: Uint8Array.of(97) };
+    expect(() => native.concatRows([piece([flags as NativeRowBlockColumn])])).toThrow(/column 's': itemArrays\[0\] \(valid flags\) must be a Uint8Array/);
+  });
+
   test('splits and offsets need not start at 0', () => {
     const bytes = new TextEncoder().encode('..abcde');
     const [picked] = native.concatRows([piece([{ name: 's', rowSplits: Int32Array.of(1, 2, 3), itemArrays: [null], itemOffsets: Int32Array.of(2, 3, 5, 7), bytes }], 0, 2)]);
@@ -211,15 +238,31 @@ describe('the native shuffle buffer', () => {
     }
   });
 
+  test('a long stream (the buffer compacted again and again) keeps the order, values and missing strings', async () => {
+    // 300 blocks of 1..40 rows through a 64-row buffer: its rows are moved into one block
+    // of their own whenever the blocks hold more than twice them.
+    let state = 7;
+    const next = () => ((state = (Math.imul(state, 1103515245) + 12345) >>> 0) % 40) + 1;
+    const blockRows = Array.from({ length: 300 }, next);
+    const label = (b: number, r: number) => (b % 3 === 0 && r % 4 === 1 ? null : `${b}:${r}`);
+    const blocks = blockRows.map((rows, b) => [
+      Int32Array.from({ length: rows }, (_, r) => b * 1000 + r),
+      strings(Array.from({ length: rows }, (_, r) => label(b, r))),
+    ]);
+    const out = await shuffleThrough(blocks, ['id', 'text'], 64, 12345);
+    const order = referenceShuffle(blockRows, 64, 12345);
+    expect(out.map(([ids]) => Array.from(ids as Int32Array))).toEqual(order.map((block) => block.map(([b, r]) => b * 1000 + r)));
+    expect(out.flatMap(([, text]) => (text as hb.StringColumn).toArray())).toEqual(order.flat().map(([b, r]) => label(b, r)));
+  });
+
   test('every column kind comes through as the rows it picked', async () => {
     const blocks = [0, 1, 2].map(blockOf);
     const out = await shuffleThrough(blocks, names, 4, 11);
     const order = referenceShuffle([3, 2, 4], 4, 11).flat();
     names.forEach((name, c) => {
+      // Weights included: every block of 'ragged' has them.
       const got = out.flatMap((block) => Array.from({ length: lengthOf(block[c]) }, (_, i) => cellOf(block[c], i)));
-      // Weights in some of an output block's source blocks only are dropped: compare values.
-      const plain = (x: unknown) => (name === 'ragged' ? (x as { values: unknown }).values : x);
-      expect([name, got.map(plain)]).toEqual([name, order.map(([b, r]) => plain(cellOf(kinds[name][b], r)))]);
+      expect([name, got]).toEqual([name, order.map(([b, r]) => cellOf(kinds[name][b], r))]);
     });
   });
 
@@ -297,6 +340,54 @@ describe('through hb.data', () => {
     expect(shuffled).not.toEqual(original);
     expect([...shuffled].sort()).toEqual([...original].sort());
     expect(original.some((r) => r.includes('null'))).toBe(true);
+  });
+
+  test('Dataset.shuffle gives the order the JS shuffle gave for its seed', async () => {
+    const source = () => hb.data.Dataset.synthetic({ numDense: 1, tables: [{ name: 'id', vocabularySize: 2 ** 40, hotness: 1, alpha: 0 }], numSamples: 1000, seed: 4, blockRows: 100 });
+    const rows = rowsOf(await collect(source().batch(1000)));
+    const shuffled = rowsOf(await collect(source().shuffle(250, { seed: 9 }).batch(1000)));
+    const order = referenceShuffle(Array(10).fill(100), 250, passSeed(9, 0)).flat();
+    expect(shuffled).toEqual(order.map(([b, r]) => rows[b * 100 + r]));
+  });
+
+  test('a copy off the JS thread never reads a buffer a batch handed out before (one batch op feeding another)', async () => {
+    const synthetic = (blockRows: number) =>
+      hb.data.Dataset.synthetic({ numDense: 1, tables: [{ name: 'id', vocabularySize: 1000, hotness: 1 }], numSamples: 2000, seed: 1, blockRows });
+    const buffersOf = (column: hb.data.Column): ArrayBufferLike[] =>
+      column instanceof hb.Ragged ? [column.values.buffer, column.rowSplits.buffer] : [(column as Float32Array).buffer];
+    // Runs the dataset, noting for each copy off the JS thread whether it reads only
+    // buffers no batch handed out so far was a view of.
+    const run = async (ds: hb.data.Dataset) => {
+      const seen = new Set<ArrayBufferLike>();
+      const original = native.concatRowsAsync;
+      const offThread: boolean[] = [];
+      native.concatRowsAsync = (pieces) => {
+        offThread.push(pieces.every((p) => p.columns.every((c) => [c.rowSplits, ...c.itemArrays, c.itemOffsets, c.bytes].every((a) => a === null || !seen.has(a.buffer)))));
+        return original.call(native, pieces);
+      };
+      try {
+        const got: hb.data.Batch<hb.data.Column>[] = [];
+        for await (const batch of ds) {
+          got.push(batch);
+          for (const column of [...Object.values(batch.features), batch.labels as hb.data.Column]) for (const b of buffersOf(column)) seen.add(b);
+        }
+        return { rows: rowsOf(got), offThread };
+      } finally {
+        native.concatRowsAsync = original;
+      }
+    };
+    const plain = rowsOf(await collect(synthetic(4096).batch(70)));
+    // The inner op hands the outer views of its source blocks; the outer hands the consumer
+    // views of those and cuts across them: those cuts are copied on the JS thread.
+    const nested = await run(synthetic(4096).batch(100).batch(70).prefetch(2));
+    expect(nested.rows).toEqual(plain);
+    expect(nested.offThread.every((ok) => ok)).toBe(true);
+    // Blocks of 100 cut into batches of 150: no batch lies inside one block, no view is
+    // handed out, and every cut is copied off the JS thread.
+    const spanning = await run(synthetic(100).batch(150).prefetch(2));
+    expect(spanning.rows).toEqual(rowsOf(await collect(synthetic(100).batch(150))));
+    expect(spanning.offThread.length).toBe(13);
+    expect(spanning.offThread.every((ok) => ok)).toBe(true);
   });
 
   test('a consumer that moves a batch\'s buffer away gets an Error naming the column where a later batch needs those rows', async () => {

@@ -25,7 +25,8 @@ size_t elementBytesOf(int type) {
 // A typed array's bytes viewed in place, referenced until the buffer goes (on the JS
 // thread). `describe` names the argument, called only for an error.
 template <typename Describe>
-std::shared_ptr<Buffer> viewArray(const Napi::Value& value, Describe describe, napi_typedarray_type* type, int64_t* length) {
+std::shared_ptr<Buffer> viewArray(const Napi::Value& value, Describe describe, napi_typedarray_type* type, int64_t* length,
+                                  std::vector<RowBlock::View>* views) {
   Napi::Env env = value.Env();
   if (!value.IsTypedArray()) throw Napi::TypeError::New(env, describe() + " must be a typed array");
   Napi::TypedArray array = value.As<Napi::TypedArray>();
@@ -41,18 +42,21 @@ std::shared_ptr<Buffer> viewArray(const Napi::Value& value, Describe describe, n
   napi_env rawEnv = env;
   if (napi_create_reference(rawEnv, array, 1, &ref) != napi_ok) throw Napi::Error::New(env, describe() + ": could not reference the array");
   void* data = static_cast<char*>(buffer.Data()) + array.ByteOffset();
-  return Buffer::wrapHost(data, array.ByteLength(), [rawEnv, ref] { napi_delete_reference(rawEnv, ref); });
+  std::shared_ptr<Buffer> view = Buffer::wrapHost(data, array.ByteLength(), [rawEnv, ref] { napi_delete_reference(rawEnv, ref); });
+  views->push_back(RowBlock::View{ref, data, array.ByteLength()});
+  return view;
 }
 
-std::shared_ptr<Buffer> viewInt32Array(const Napi::Value& value, const std::string& what, int64_t* length) {
+std::shared_ptr<Buffer> viewInt32Array(const Napi::Value& value, const std::string& what, int64_t* length,
+                                       std::vector<RowBlock::View>* views) {
   napi_typedarray_type type;
-  std::shared_ptr<Buffer> view = viewArray(value, [&] { return what; }, &type, length);
+  std::shared_ptr<Buffer> view = viewArray(value, [&] { return what; }, &type, length, views);
   if (type != napi_int32_array) throw Napi::TypeError::New(value.Env(), what + " must be an Int32Array");
   if (*length < 1) throw Napi::Error::New(value.Env(), what + " is empty: it needs one more entry than rows");
   return view;
 }
 
-BlockColumn viewBlockColumn(const Napi::Value& value, size_t index, const std::string& owner) {
+BlockColumn viewBlockColumn(const Napi::Value& value, size_t index, const std::string& owner, std::vector<RowBlock::View>* views) {
   Napi::Env env = value.Env();
   if (!value.IsObject()) throw Napi::TypeError::New(env, owner + ": columns[" + std::to_string(index) + "] must be an object");
   Napi::Object spec = value.As<Napi::Object>();
@@ -61,12 +65,12 @@ BlockColumn viewBlockColumn(const Napi::Value& value, size_t index, const std::s
   col.name = nameValue.IsString() ? nameValue.As<Napi::String>().Utf8Value() : "#" + std::to_string(index);
   const std::string where = owner + ": column '" + col.name + "'";
   const Napi::Value splits = spec.Get("rowSplits");
-  if (!splits.IsNull() && !splits.IsUndefined()) col.rowSplits = viewInt32Array(splits, where + ": rowSplits", &col.rowSplitsLength);
+  if (!splits.IsNull() && !splits.IsUndefined()) col.rowSplits = viewInt32Array(splits, where + ": rowSplits", &col.rowSplitsLength, views);
   const Napi::Value offsets = spec.Get("itemOffsets");
   if (!offsets.IsNull() && !offsets.IsUndefined()) {
-    col.itemOffsets = viewInt32Array(offsets, where + ": itemOffsets", &col.itemOffsetsLength);
+    col.itemOffsets = viewInt32Array(offsets, where + ": itemOffsets", &col.itemOffsetsLength, views);
     napi_typedarray_type type;
-    col.bytes = viewArray(spec.Get("bytes"), [&] { return where + ": bytes"; }, &type, &col.byteLength);
+    col.bytes = viewArray(spec.Get("bytes"), [&] { return where + ": bytes"; }, &type, &col.byteLength, views);
     if (type != napi_uint8_array) throw Napi::TypeError::New(env, where + ": bytes must be a Uint8Array");
   }
   const Napi::Value arraysValue = spec.Get("itemArrays");
@@ -82,8 +86,12 @@ BlockColumn viewBlockColumn(const Napi::Value& value, size_t index, const std::s
       col.itemArrays.push_back(item);
       continue;
     }
-    item.data = viewArray(entry, [&] { return where + ": itemArrays[" + std::to_string(a) + "]"; }, &item.type, &item.length);
+    item.data = viewArray(entry, [&] { return where + ": itemArrays[" + std::to_string(a) + "]"; }, &item.type, &item.length, views);
     item.elementBytes = elementBytesOf(item.type);
+    // A string's valid flags are bytes (a block without them reads 1s, one byte each).
+    if (col.itemOffsets && item.type != napi_uint8_array) {
+      throw Napi::TypeError::New(env, where + ": itemArrays[" + std::to_string(a) + "] (valid flags) must be a Uint8Array");
+    }
     if (items >= 0 && item.length != items) {
       throw Napi::Error::New(env, where + ": itemArrays[" + std::to_string(a) + "] has " + std::to_string(item.length) +
                                       " values for " + std::to_string(items) + " items");
@@ -191,7 +199,7 @@ std::shared_ptr<RowBlock> viewRowBlock(const Napi::Value& specs, const std::stri
   Napi::Array list = specs.As<Napi::Array>();
   auto block = std::make_shared<RowBlock>();
   for (uint32_t i = 0; i < list.Length(); ++i) {
-    block->columns.push_back(viewBlockColumn(list.Get(i), i, where));
+    block->columns.push_back(viewBlockColumn(list.Get(i), i, where, &block->views));
     const BlockColumn& col = block->columns.back();
     if (i > 0 && col.rows != block->rows) {
       throw Napi::Error::New(env, where + ": column '" + col.name + "' has " + std::to_string(col.rows) + " rows but '" +
@@ -200,6 +208,24 @@ std::shared_ptr<RowBlock> viewRowBlock(const Napi::Value& specs, const std::stri
     block->rows = col.rows;
   }
   return block;
+}
+
+void confirmViews(Napi::Env env, const RowBlock& block, const std::string& where) {
+  for (const RowBlock::View& view : block.views) {
+    napi_value array = nullptr;
+    void* data = nullptr;
+    size_t length = 0;
+    napi_typedarray_type type;
+    napi_value buffer = nullptr;
+    size_t offset = 0;
+    bool detached = true;
+    const bool readable = napi_get_reference_value(env, view.array, &array) == napi_ok && array != nullptr &&
+                          napi_get_typedarray_info(env, array, &type, &length, &data, &buffer, &offset) == napi_ok &&
+                          napi_is_detached_arraybuffer(env, buffer, &detached) == napi_ok;
+    if (!readable || detached || data != view.data || length * elementBytesOf(type) < view.bytes) {
+      throw Napi::Error::New(env, where + ": an array was detached or shrunk while the arguments were read");
+    }
+  }
 }
 
 void checkRowBlock(const RowBlock& block, const std::string& where) {
@@ -214,6 +240,7 @@ void checkRowBlock(const RowBlock& block, const std::string& where) {
 
 std::shared_ptr<RowBlock> copyRowBlock(const RowBlock& block) {
   auto copy = std::make_shared<RowBlock>(block);
+  copy->views.clear();  // the copy views nothing
   for (BlockColumn& col : copy->columns) {
     col.rowSplits = copyOf(col.rowSplits);
     for (BlockColumn::Item& item : col.itemArrays) item.data = copyOf(item.data);
@@ -278,10 +305,41 @@ GatheredColumns concatBlockRows(const std::vector<const RowBlock*>& blocks, cons
   std::vector<RowGatherColumn> views;
   for (size_t c = 0; c < layout.columns().size(); ++c) views.push_back(gatherView(blocks, layout, c));
   // Each column's splits and offsets, within the ranges read, before any is copied.
-  for (const RowGatherColumn& view : views) checkRowRanges(view, starts, counts);
-  for (const RowGatherColumn& view : views) out.columns.push_back(concatRowRanges(view, starts, counts));
+  std::vector<RowRangeExtents> extents;
+  for (const RowGatherColumn& view : views) extents.push_back(checkRowRanges(view, starts, counts));
+  for (size_t c = 0; c < views.size(); ++c) out.columns.push_back(concatRowRanges(views[c], starts, counts, extents[c]));
   describePresence(blocks, layout, &out);
   return out;
+}
+
+std::shared_ptr<RowBlock> rowBlockOf(const GatheredColumns& gathered, const RowBlockLayout& layout) {
+  auto block = std::make_shared<RowBlock>();
+  block->rows = gathered.rows;
+  for (size_t c = 0; c < gathered.columns.size(); ++c) {
+    const RowGatherResult& g = gathered.columns[c];
+    BlockColumn col;
+    col.name = layout.columns()[c].name;
+    col.rows = gathered.rows;
+    col.items = g.items;
+    col.rowSplits = g.rowSplits;
+    col.rowSplitsLength = g.rowSplits ? gathered.rows + 1 : 0;
+    for (size_t a = 0; a < g.itemArrays.size(); ++a) {
+      BlockColumn::Item item;
+      const int type = gathered.types[c][a];
+      item.type = napi_typedarray_type(type < 0 ? napi_uint8_array : type);
+      item.elementBytes = elementBytesOf(item.type);
+      item.length = g.items;
+      const bool kept = gathered.allHave[c][a] || (gathered.anyHas[c][a] && item.elementBytes == 1);
+      if (kept) item.data = g.itemArrays[a];
+      col.itemArrays.push_back(item);
+    }
+    col.itemOffsets = g.itemOffsets;
+    col.itemOffsetsLength = g.itemOffsets ? g.items + 1 : 0;
+    col.bytes = g.bytes;
+    col.byteLength = g.byteCount;
+    block->columns.push_back(std::move(col));
+  }
+  return block;
 }
 
 Napi::Value gatheredColumnsToJs(Napi::Env env, const GatheredColumns& gathered) {

@@ -38,6 +38,13 @@ struct BlockColumn {
 struct RowBlock {
   std::vector<BlockColumn> columns;
   int64_t rows = 0;
+  // For a block of views: each JS array viewed, where and how long it was when viewed.
+  struct View {
+    napi_ref array;  // owned by the Buffer viewing it
+    const void* data;
+    size_t bytes;
+  };
+  std::vector<View> views;
 };
 
 // A block's columns (an array of { name, rowSplits, itemArrays, itemOffsets, bytes })
@@ -46,6 +53,11 @@ struct RowBlock {
 // must not change meanwhile: hb.data hands over arrays no one else holds. Types and
 // lengths are checked here; the splits and offsets by checkRowBlock. `where` starts errors.
 std::shared_ptr<RowBlock> viewRowBlock(const Napi::Value& specs, const std::string& where);
+
+// Checks that every array `block` views is still where and as long as when it was viewed:
+// reading the later arguments can run JS (a getter) that detaches or shrinks an earlier
+// one. Call on the JS thread once every argument is read.
+void confirmViews(Napi::Env env, const RowBlock& block, const std::string& where);
 
 // The block's splits and offsets in range and never falling, and its columns of one row
 // count: an Error naming the column otherwise. O(rows); safe off the JS thread.
@@ -95,6 +107,12 @@ GatheredColumns gatherBlockRows(const std::vector<const RowBlock*>& blocks, cons
 // ranges, and the splits and offsets they read, are checked here. Off the JS thread.
 GatheredColumns concatBlockRows(const std::vector<const RowBlock*>& blocks, const RowBlockLayout& layout,
                                 const int64_t* starts, const int64_t* counts);
+
+// A gather's result as a block of its own, for gathering from again. An item array some
+// of the source blocks lacked keeps its fill values where it is one byte wide (a string's
+// valid flag: 1, as read), and is left out where wider (weights: dropped, as a gather
+// over blocks of which some lack them drops them).
+std::shared_ptr<RowBlock> rowBlockOf(const GatheredColumns& gathered, const RowBlockLayout& layout);
 
 // One JS object per column, { rowSplits, itemArrays, partial, itemOffsets, bytes }, over
 // the results' native blocks: itemArrays[a] is null where no block read had array a,

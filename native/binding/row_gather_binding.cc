@@ -57,6 +57,7 @@ std::shared_ptr<Pieces> readPieces(const Napi::Value& value, const std::string& 
     pieces->starts.push_back(rowCount(piece, "start", p, owner));
     pieces->counts.push_back(rowCount(piece, "count", p, owner));
   }
+  for (const auto& block : pieces->held) confirmViews(env, *block, owner);
   return pieces;
 }
 

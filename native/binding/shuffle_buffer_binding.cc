@@ -31,8 +31,17 @@ struct ShuffleState {
   std::mutex mutex;
   ShuffleReservoir reservoir;
   std::vector<std::shared_ptr<RowBlock>> slots;  // by reservoir slot; null once freed
+  int64_t heldRows = 0;                          // rows of the blocks in `slots`
   RowBlockLayout layout;
 };
+
+// The blocks of freed slots go (their rows were read).
+void dropFreed(ShuffleState& state) {
+  for (int32_t slot : state.reservoir.freed()) {
+    state.heldRows -= state.slots[size_t(slot)]->rows;
+    state.slots[size_t(slot)].reset();
+  }
+}
 
 // Tags the JS objects that stand for shuffle buffers, so no other object is taken for one.
 constexpr napi_type_tag kShuffleBufferTag = {0x6862747353485546ULL, 0x73687566666c6562ULL};
@@ -53,9 +62,9 @@ std::shared_ptr<ShuffleState> liveState(const Napi::Value& value, const std::str
   return state;
 }
 
-// The rows leaving, gathered from their blocks; then the blocks whose last row left go.
-// Under the state's lock.
-GatheredColumns gatherLeaving(ShuffleState& state, const std::vector<RowRef>& leaving) {
+// Rows gathered from their blocks; then the blocks whose last row left go. Under the
+// state's lock.
+GatheredColumns gatherRowRefs(ShuffleState& state, const std::vector<RowRef>& leaving) {
   // Blocks renumbered densely in the order the rows first name them.
   std::unordered_map<int32_t, int32_t> dense;
   std::vector<const RowBlock*> blocks;
@@ -67,8 +76,24 @@ GatheredColumns gatherLeaving(ShuffleState& state, const std::vector<RowRef>& le
     rows[i] = leaving[i].row;
   }
   GatheredColumns out = gatherBlockRows(blocks, state.layout, which.data(), rows.data(), int64_t(leaving.size()));
-  for (int32_t slot : state.reservoir.freed()) state.slots[size_t(slot)].reset();
+  dropFreed(state);
   return out;
+}
+
+// Once the blocks hold more than twice the buffer's rows (each block keeps a few rows
+// long after most of it left: a buffer of 4 blocks' rows otherwise ends up over ~30
+// blocks), the buffered rows move into one block of their own. Memory stays within about
+// twice the buffer, and gathers read from that much instead of from all those blocks.
+void compactWhenSpread(ShuffleState& state, int64_t incomingRows) {
+  const int64_t buffered = state.reservoir.buffered();
+  if (buffered < state.reservoir.capacity() || buffered > std::numeric_limits<int32_t>::max()) return;
+  if (state.heldRows <= 2 * buffered + incomingRows) return;
+  std::vector<RowRef> rows;
+  const int32_t slot = state.reservoir.compact(&rows);
+  std::shared_ptr<RowBlock> block = rowBlockOf(gatherRowRefs(state, rows), state.layout);
+  if (state.slots.size() <= size_t(slot)) state.slots.resize(size_t(slot) + 1);
+  state.slots[size_t(slot)] = block;
+  state.heldRows += block->rows;
 }
 
 Napi::Value resultOrNull(Napi::Env env, const std::shared_ptr<GatheredColumns>& gathered) {
@@ -106,21 +131,26 @@ Napi::Value shuffleBufferPushBinding(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::shared_ptr<ShuffleState> state = liveState(info[0], "shuffleBufferPush: buffer");
   std::shared_ptr<RowBlock> views = viewRowBlock(info[1], "shuffleBufferPush");
+  confirmViews(env, *views, "shuffleBufferPush");
   if (views->columns.empty() || views->rows == 0) throw Napi::Error::New(env, "shuffleBufferPush: a block needs columns and rows");
   if (views->rows > std::numeric_limits<int32_t>::max()) throw Napi::RangeError::New(env, "shuffleBufferPush: a block of 2^31 rows or more");
   auto gathered = std::make_shared<std::shared_ptr<GatheredColumns>>();
   return scheduleOnQueue(env, "data", Device::cpu(), makeTask(
       // `views` is held (and let go) by the task, on the JS thread; the buffer keeps a copy.
       [state, views, gathered] {
-        checkRowBlock(*views, "shuffleBufferPush");
+        // The copy is what is checked and kept: nothing read later comes from JS memory.
         std::shared_ptr<RowBlock> block = copyRowBlock(*views);
+        checkRowBlock(*block, "shuffleBufferPush");
         std::lock_guard<std::mutex> lock(state->mutex);
         state->layout.admit(*block, "shuffleBufferPush");
         std::vector<RowRef> leaving;
-        const int32_t slot = state->reservoir.add(block->rows, &leaving);
+        const int64_t rows = block->rows;
+        const int32_t slot = state->reservoir.add(rows, &leaving);
         if (state->slots.size() <= size_t(slot)) state->slots.resize(size_t(slot) + 1);
         state->slots[size_t(slot)] = std::move(block);
-        if (!leaving.empty()) *gathered = std::make_shared<GatheredColumns>(gatherLeaving(*state, leaving));
+        state->heldRows += rows;
+        if (!leaving.empty()) *gathered = std::make_shared<GatheredColumns>(gatherRowRefs(*state, leaving));
+        compactWhenSpread(*state, rows);
       },
       [gathered](Napi::Env env) { return resultOrNull(env, *gathered); }));
 }
@@ -140,7 +170,7 @@ Napi::Value shuffleBufferDrainBinding(const Napi::CallbackInfo& info) {
         std::lock_guard<std::mutex> lock(state->mutex);
         std::vector<RowRef> leaving;
         state->reservoir.drain(rows, &leaving);
-        if (!leaving.empty()) *gathered = std::make_shared<GatheredColumns>(gatherLeaving(*state, leaving));
+        if (!leaving.empty()) *gathered = std::make_shared<GatheredColumns>(gatherRowRefs(*state, leaving));
       },
       [gathered](Napi::Env env) { return resultOrNull(env, *gathered); }));
 }

@@ -26,15 +26,7 @@ int32_t ShuffleReservoir::add(int64_t rows, std::vector<RowRef>* leaving) {
   freed_.clear();
   // The slot is taken before any row leaves, so a slot freed by this very call is not
   // reused until the caller has read this call's rows.
-  int32_t slot;
-  if (!freeSlots_.empty()) {
-    slot = freeSlots_.back();
-    freeSlots_.pop_back();
-  } else {
-    HB_CHECK(references_.size() < size_t(std::numeric_limits<int32_t>::max()), "shuffle: too many blocks buffered");
-    slot = int32_t(references_.size());
-    references_.push_back(0);
-  }
+  const int32_t slot = takeSlot();
   references_[size_t(slot)] = rows;
   for (int64_t r = 0; r < rows; ++r) {
     const RowRef incoming{slot, int32_t(r)};
@@ -47,6 +39,36 @@ int32_t ShuffleReservoir::add(int64_t rows, std::vector<RowRef>* leaving) {
     place = incoming;
     leave(outgoing, leaving);
   }
+  return slot;
+}
+
+int32_t ShuffleReservoir::takeSlot() {
+  if (!freeSlots_.empty()) {
+    const int32_t slot = freeSlots_.back();
+    freeSlots_.pop_back();
+    return slot;
+  }
+  HB_CHECK(references_.size() < size_t(std::numeric_limits<int32_t>::max()), "shuffle: too many blocks buffered");
+  references_.push_back(0);
+  return int32_t(references_.size()) - 1;
+}
+
+int32_t ShuffleReservoir::compact(std::vector<RowRef>* rows) {
+  HB_CHECK(!draining_, "shuffle: compacting a buffer that has begun to drain");
+  freed_.clear();
+  // The new slot is taken before the old ones are freed, so it names none of the blocks
+  // the caller reads the rows from.
+  const int32_t slot = takeSlot();
+  rows->assign(buffer_.begin(), buffer_.end());
+  for (size_t s = 0; s < references_.size(); ++s) {
+    if (int32_t(s) != slot && references_[s] > 0) {
+      references_[s] = 0;
+      freed_.push_back(int32_t(s));
+      freeSlots_.push_back(int32_t(s));
+    }
+  }
+  for (size_t i = 0; i < buffer_.size(); ++i) buffer_[i] = RowRef{slot, int32_t(i)};
+  references_[size_t(slot)] = int64_t(buffer_.size());
   return slot;
 }
 

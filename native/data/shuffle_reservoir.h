@@ -30,12 +30,24 @@ class ShuffleReservoir {
   // first call permutes them); none when the buffer is empty. No add() after it.
   void drain(int64_t maxRows, std::vector<RowRef>* leaving);
 
-  // The slots whose last row left in the latest add() or drain(): their blocks can go
-  // once that call's rows are read.
+  // Every buffered row moves to one new block: `rows` gets them in buffer order, buffer
+  // entry i becomes row i of the returned slot, and every other slot is freed. The
+  // picks to come are unchanged; only where the rows lie changes. (A block keeps a few
+  // rows long after most of it left, so without this the buffer's rows end up spread
+  // over many times their own size.)
+  int32_t compact(std::vector<RowRef>* rows);
+
+  // The slots whose last row left in the latest add(), drain() or compact(): their
+  // blocks can go once that call's rows are read.
   const std::vector<int32_t>& freed() const { return freed_; }
+
+  // Rows buffered now, and at most.
+  int64_t buffered() const { return int64_t(buffer_.size()) - drained_; }
+  int64_t capacity() const { return capacity_; }
 
  private:
   void leave(RowRef ref, std::vector<RowRef>* leaving);
+  int32_t takeSlot();
 
   int64_t capacity_;
   RowRandom random_;

@@ -55,12 +55,19 @@ void checkRowGatherPicks(const RowGatherColumn& column, const int32_t* which, co
 // Row i of the result is row rows[i] of block which[i]. Call both checks first.
 RowGatherResult gatherRows(const RowGatherColumn& column, const int32_t* which, const int32_t* rows, int64_t n);
 
+// Where each piece's items and string bytes lie, as the checks read them.
+struct RowRangeExtents {
+  std::vector<int64_t> itemBegin, itemCount, byteBegin, byteCount;  // per piece
+};
+
 // Checks the ranges, piece p being rows [starts[p], starts[p] + counts[p]) of block p: each
 // inside its block, and the splits and offsets it reads in range and never falling.
-void checkRowRanges(const RowGatherColumn& column, const int64_t* starts, const int64_t* counts);
+// Returns the extents the copy is then bounded by.
+RowRangeExtents checkRowRanges(const RowGatherColumn& column, const int64_t* starts, const int64_t* counts);
 
 // The pieces one after another (the batch op's cut across blocks): one copy per array
-// and piece. Call checkRowRanges first (it is all the checking this needs).
-RowGatherResult concatRowRanges(const RowGatherColumn& column, const int64_t* starts, const int64_t* counts);
+// and piece, of the extents checkRowRanges returned (all the checking this needs).
+RowGatherResult concatRowRanges(const RowGatherColumn& column, const int64_t* starts, const int64_t* counts,
+                                const RowRangeExtents& extents);
 
 }  // namespace hb

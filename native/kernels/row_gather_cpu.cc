@@ -193,7 +193,7 @@ RowGatherResult gatherRows(const RowGatherColumn& c, const int32_t* which, const
   return out;
 }
 
-void checkRowRanges(const RowGatherColumn& c, const int64_t* starts, const int64_t* counts) {
+RowRangeExtents checkRowRanges(const RowGatherColumn& c, const int64_t* starts, const int64_t* counts) {
   const std::string& name = c.name;
   const size_t blocks = size_t(c.blocks);
   HB_CHECK(c.rows.size() == blocks && c.items.size() == blocks, "concatenate rows of column '", name, "': ", blocks,
@@ -208,46 +208,57 @@ void checkRowRanges(const RowGatherColumn& c, const int64_t* starts, const int64
     HB_CHECK(a.blocks.size() == blocks && a.fill.size() == a.elementBytes && a.elementBytes > 0,
              "concatenate rows of column '", name, "': an item array covers ", a.blocks.size(), " of ", blocks, " blocks");
   }
-  int64_t total = 0;
+  RowRangeExtents extents;
+  int64_t rows = 0, items = 0, bytes = 0;
   for (size_t b = 0; b < blocks; ++b) {
     HB_CHECK(starts[b] >= 0 && counts[b] >= 0 && starts[b] + counts[b] <= c.rows[b], "concatenate rows of column '",
              name, "': piece ", b, " is rows ", starts[b], "..", starts[b] + counts[b], " of a block of ", c.rows[b]);
-    total += counts[b];
-    HB_CHECK(total <= kMaxInt32, "concatenate rows of column '", name, "': more than 2^31 - 1 rows");
     // Only the splits and offsets the piece reads: a block cut into many batches is not
-    // checked whole for each.
+    // checked whole for each. Each bound is read once, here; the copy uses these values.
     int64_t itemBegin = starts[b], itemEnd = starts[b] + counts[b];
     if (ranged) {
       checkSplits(c.rowSplits[b] + starts[b], counts[b], c.items[b], name, "row splits", int64_t(b));
       itemBegin = c.rowSplits[b][starts[b]];
       itemEnd = c.rowSplits[b][starts[b] + counts[b]];
+      HB_CHECK(itemBegin >= 0 && itemBegin <= itemEnd && itemEnd <= c.items[b], "concatenate rows of column '", name,
+               "': block ", b, "'s row splits changed while being read");
     } else {
       HB_CHECK(c.items[b] == c.rows[b], "concatenate rows of column '", name, "': block ", b, " has ", c.rows[b],
                " rows but ", c.items[b], " values");
     }
+    int64_t byteBegin = 0, byteEnd = 0;
     if (withBytes) {
       checkSplits(c.itemOffsets[b] + itemBegin, itemEnd - itemBegin, c.byteLengths[b], name, "string offsets", int64_t(b));
-    }
-  }
-}
-
-RowGatherResult concatRowRanges(const RowGatherColumn& c, const int64_t* starts, const int64_t* counts) {
-  const size_t blocks = size_t(c.blocks);
-  // Each piece's items: its rows' items under row splits, else its rows.
-  std::vector<int64_t> itemBegin(blocks), itemCount(blocks);
-  int64_t rows = 0;
-  for (size_t b = 0; b < blocks; ++b) {
-    if (c.rowSplits.empty()) {
-      itemBegin[b] = starts[b];
-      itemCount[b] = counts[b];
-    } else {
-      const int32_t* s = c.rowSplits[b];
-      itemBegin[b] = s[starts[b]];
-      itemCount[b] = s[starts[b] + counts[b]] - s[starts[b]];
+      byteBegin = c.itemOffsets[b][itemBegin];
+      byteEnd = c.itemOffsets[b][itemEnd];
+      HB_CHECK(byteBegin >= 0 && byteBegin <= byteEnd && byteEnd <= c.byteLengths[b], "concatenate rows of column '",
+               name, "': block ", b, "'s string offsets changed while being read");
     }
     rows += counts[b];
+    items += itemEnd - itemBegin;
+    bytes += byteEnd - byteBegin;
+    HB_CHECK(rows <= kMaxInt32 && items <= kMaxInt32 && bytes <= kMaxInt32, "concatenate rows of column '", name,
+             "': more than 2^31 - 1 rows, values or string bytes in one block");
+    extents.itemBegin.push_back(itemBegin);
+    extents.itemCount.push_back(itemEnd - itemBegin);
+    extents.byteBegin.push_back(byteBegin);
+    extents.byteCount.push_back(byteEnd - byteBegin);
+  }
+  return extents;
+}
+
+RowGatherResult concatRowRanges(const RowGatherColumn& c, const int64_t* starts, const int64_t* counts,
+                                const RowRangeExtents& extents) {
+  const size_t blocks = size_t(c.blocks);
+  int64_t rows = 0, items = 0, bytes = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    rows += counts[b];
+    items += extents.itemCount[b];
+    bytes += extents.byteCount[b];
   }
   RowGatherResult out;
+  // Splits and offsets are rebased values: they are written, never used here to address
+  // memory, so the sizes above (from the checks) bound every copy.
   if (!c.rowSplits.empty()) {
     out.rowSplits = hostBlock(size_t(rows + 1) * sizeof(int32_t));
     int32_t* splits = static_cast<int32_t*>(out.rowSplits->data());
@@ -255,16 +266,12 @@ RowGatherResult concatRowRanges(const RowGatherColumn& c, const int64_t* starts,
     int64_t at = 0, base = 0;
     for (size_t b = 0; b < blocks; ++b) {
       const int32_t* s = c.rowSplits[b] + starts[b];
-      // The splits never fall (checked), so the last is the largest.
-      HB_CHECK(base + itemCount[b] <= kMaxInt32, "concatenate rows of column '", c.name, "': more than 2^31 - 1 values in one block");
-      const int32_t shift = int32_t(base - s[0]);
-      for (int64_t i = 1; i <= counts[b]; ++i) splits[at + i] = s[i] + shift;
+      const int32_t shift = int32_t(base - extents.itemBegin[b]);
+      for (int64_t i = 1; i <= counts[b]; ++i) splits[at + i] = int32_t(uint32_t(s[i]) + uint32_t(shift));
       at += counts[b];
-      base += itemCount[b];
+      base += extents.itemCount[b];
     }
   }
-  int64_t items = 0;
-  for (size_t b = 0; b < blocks; ++b) items += itemCount[b];
   out.items = items;
   for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
     const size_t e = a.elementBytes;
@@ -272,12 +279,13 @@ RowGatherResult concatRowRanges(const RowGatherColumn& c, const int64_t* starts,
     uint8_t* to = static_cast<uint8_t*>(block->data());
     for (size_t b = 0; b < blocks; ++b) {
       const uint8_t* source = a.blocks[b];
+      const int64_t count = extents.itemCount[b];
       if (source != nullptr) {
-        if (itemCount[b] > 0) std::memcpy(to, source + size_t(itemBegin[b]) * e, size_t(itemCount[b]) * e);
+        if (count > 0) std::memcpy(to, source + size_t(extents.itemBegin[b]) * e, size_t(count) * e);
       } else {
-        for (int64_t k = 0; k < itemCount[b]; ++k) std::memcpy(to + size_t(k) * e, a.fill.data(), e);
+        for (int64_t k = 0; k < count; ++k) std::memcpy(to + size_t(k) * e, a.fill.data(), e);
       }
-      to += size_t(itemCount[b]) * e;
+      to += size_t(count) * e;
     }
     out.itemArrays.push_back(std::move(block));
   }
@@ -287,22 +295,18 @@ RowGatherResult concatRowRanges(const RowGatherColumn& c, const int64_t* starts,
     offsets[0] = 0;
     int64_t at = 0, base = 0;
     for (size_t b = 0; b < blocks; ++b) {
-      const int32_t* o = c.itemOffsets[b] + itemBegin[b];
-      HB_CHECK(base + (o[itemCount[b]] - o[0]) <= kMaxInt32, "concatenate rows of column '", c.name,
-               "': more than 2^31 - 1 string bytes in one block");
-      const int32_t shift = int32_t(base - o[0]);
-      for (int64_t k = 1; k <= itemCount[b]; ++k) offsets[at + k] = o[k] + shift;
-      at += itemCount[b];
-      base += o[itemCount[b]] - o[0];
+      const int32_t* o = c.itemOffsets[b] + extents.itemBegin[b];
+      const int32_t shift = int32_t(base - extents.byteBegin[b]);
+      for (int64_t k = 1; k <= extents.itemCount[b]; ++k) offsets[at + k] = int32_t(uint32_t(o[k]) + uint32_t(shift));
+      at += extents.itemCount[b];
+      base += extents.byteCount[b];
     }
-    out.byteCount = base;
-    out.bytes = hostBlock(std::max<size_t>(size_t(base), 1));
+    out.byteCount = bytes;
+    out.bytes = hostBlock(std::max<size_t>(size_t(bytes), 1));
     uint8_t* to = static_cast<uint8_t*>(out.bytes->data());
     for (size_t b = 0; b < blocks; ++b) {
-      const int32_t* o = c.itemOffsets[b] + itemBegin[b];
-      const size_t length = size_t(o[itemCount[b]] - o[0]);
-      if (length > 0) std::memcpy(to, c.bytes[b] + o[0], length);
-      to += length;
+      if (extents.byteCount[b] > 0) std::memcpy(to, c.bytes[b] + extents.byteBegin[b], size_t(extents.byteCount[b]));
+      to += extents.byteCount[b];
     }
   }
   return out;
