@@ -7,6 +7,7 @@
 #include "native/binding/arguments.h"
 #include "native/binding/async_task.h"
 #include "native/binding/exports.h"
+#include "native/binding/tagged_handle.h"
 #include "native/binding/tensor_handle.h"
 #include "native/core/status.h"
 #include "native/io/sha256.h"
@@ -36,13 +37,7 @@ constexpr napi_type_tag kSha256Tag = {0x6862747353484132ULL, 0x3536646967657374U
 
 // The digest inside a handle sha256New made; `argument` names it in errors.
 std::shared_ptr<Sha256> unwrapDigest(const Napi::Value& value, const char* argument) {
-  Napi::Env env = value.Env();
-  bool tagged = false;
-  if (value.IsObject()) napi_check_object_type_tag(env, value, &kSha256Tag, &tagged);
-  if (!tagged) throw Napi::TypeError::New(env, std::string(argument) + " is not a digest (sha256New's result)");
-  void* data = nullptr;
-  if (napi_unwrap(env, value, &data) != napi_ok || data == nullptr) throw Napi::Error::New(env, std::string(argument) + " is unusable");
-  return *static_cast<std::shared_ptr<Sha256>*>(data);
+  return *taggedHolder<Sha256>(value, kSha256Tag, argument, "a digest (sha256New's result)");
 }
 
 // sha256Available() -> boolean: whether sha256New can be used here (else hash in JS).
@@ -50,18 +45,7 @@ Napi::Value sha256Available(const Napi::CallbackInfo& info) { return Napi::Boole
 
 // sha256New() -> a digest handle for sha256Update, tensorWriteRows, fileSha256Update, sha256Hex.
 Napi::Value sha256New(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto* held = new std::shared_ptr<Sha256>(std::make_shared<Sha256>());
-  Napi::Object handle = Napi::Object::New(env);
-  const napi_status status = napi_wrap(
-      env, handle, held, [](napi_env, void* data, void*) { delete static_cast<std::shared_ptr<Sha256>*>(data); }, nullptr,
-      nullptr);
-  if (status != napi_ok) {
-    delete held;
-    throw Napi::Error::New(env, "sha256New: could not make the digest's handle");
-  }
-  if (napi_type_tag_object(env, handle, &kSha256Tag) != napi_ok) throw Napi::Error::New(env, "sha256New: could not tag the handle");
-  return handle;
+  return taggedHandle(info.Env(), std::make_shared<Sha256>(), kSha256Tag, "sha256New");
 }
 
 // sha256Update(digest, bytes: Uint8Array): adds the bytes now, on the JS thread (headers and

@@ -16,6 +16,7 @@
 #include "native/binding/async_task.h"
 #include "native/binding/exports.h"
 #include "native/binding/row_block.h"
+#include "native/binding/tagged_handle.h"
 #include "native/core/status.h"
 #include "native/data/shuffle_reservoir.h"
 
@@ -47,13 +48,7 @@ void dropFreed(ShuffleState& state) {
 constexpr napi_type_tag kShuffleBufferTag = {0x6862747353485546ULL, 0x73687566666c6562ULL};
 
 std::shared_ptr<ShuffleState>* stateHolder(const Napi::Value& value, const std::string& argument) {
-  Napi::Env env = value.Env();
-  bool tagged = false;
-  if (value.IsObject()) napi_check_object_type_tag(env, value, &kShuffleBufferTag, &tagged);
-  if (!tagged) throw Napi::TypeError::New(env, argument + " is not a shuffle buffer (shuffleBufferNew's result)");
-  void* data = nullptr;
-  if (napi_unwrap(env, value, &data) != napi_ok || data == nullptr) throw Napi::Error::New(env, argument + " is unusable");
-  return static_cast<std::shared_ptr<ShuffleState>*>(data);
+  return taggedHolder<ShuffleState>(value, kShuffleBufferTag, argument, "a shuffle buffer (shuffleBufferNew's result)");
 }
 
 std::shared_ptr<ShuffleState> liveState(const Napi::Value& value, const std::string& argument) {
@@ -113,15 +108,7 @@ Napi::Value shuffleBufferNewBinding(const Napi::CallbackInfo& info) {
   if (!(seed >= 0 && seed <= 4294967295.0) || seed != double(int64_t(seed))) {
     throw Napi::RangeError::New(env, "shuffleBufferNew: seed must be an integer in [0, 2^32), got " + std::to_string(seed));
   }
-  auto* held = new std::shared_ptr<ShuffleState>(std::make_shared<ShuffleState>(int64_t(size), uint32_t(seed)));
-  Napi::Object handle = Napi::Object::New(env);
-  if (napi_wrap(env, handle, held, [](napi_env, void* data, void*) { delete static_cast<std::shared_ptr<ShuffleState>*>(data); },
-                nullptr, nullptr) != napi_ok) {
-    delete held;
-    throw Napi::Error::New(env, "shuffleBufferNew: could not make the buffer's handle");
-  }
-  if (napi_type_tag_object(env, handle, &kShuffleBufferTag) != napi_ok) throw Napi::Error::New(env, "shuffleBufferNew: could not tag the handle");
-  return handle;
+  return taggedHandle(env, std::make_shared<ShuffleState>(int64_t(size), uint32_t(seed)), kShuffleBufferTag, "shuffleBufferNew");
 }
 
 // shuffleBufferPush(buffer, columns): a promise of the rows the block displaced (one entry

@@ -69,23 +69,30 @@ void gatherItems(const RowGatherColumn::ItemArray& a, const int32_t* which, cons
 // fixed-width move where both their block and the result have that many bytes left.
 constexpr size_t kShortString = 16;
 
+// The view covers every block with each of its arrays (the binding builds it so).
+void checkColumnShape(const RowGatherColumn& c, const char* action) {
+  const std::string& name = c.name;
+  const size_t blocks = size_t(c.blocks);
+  HB_CHECK(c.rows.size() == blocks && c.items.size() == blocks, action, " of column '", name, "': ", blocks,
+           " blocks but ", c.rows.size(), " row counts");
+  HB_CHECK(c.rowSplits.empty() || c.rowSplits.size() == blocks, action, " of column '", name, "': row splits for ",
+           c.rowSplits.size(), " of ", blocks, " blocks");
+  HB_CHECK(c.itemOffsets.empty() || (c.itemOffsets.size() == blocks && c.bytes.size() == blocks && c.byteLengths.size() == blocks),
+           action, " of column '", name, "': string offsets for ", c.itemOffsets.size(), " of ", blocks, " blocks");
+  for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
+    HB_CHECK(a.blocks.size() == blocks && a.fill.size() == a.elementBytes && a.elementBytes > 0, action, " of column '",
+             name, "': an item array covers ", a.blocks.size(), " of ", blocks, " blocks");
+  }
+}
+
 }  // namespace
 
 void checkRowGatherBlocks(const RowGatherColumn& c) {
   const std::string& name = c.name;
   const size_t blocks = size_t(c.blocks);
-  HB_CHECK(c.rows.size() == blocks && c.items.size() == blocks, "gather rows of column '", name, "': ", blocks,
-           " blocks but ", c.rows.size(), " row counts");
+  checkColumnShape(c, "gather rows");
   const bool ranged = !c.rowSplits.empty();
   const bool withBytes = !c.itemOffsets.empty();
-  HB_CHECK(!ranged || c.rowSplits.size() == blocks, "gather rows of column '", name, "': row splits for ",
-           c.rowSplits.size(), " of ", blocks, " blocks");
-  HB_CHECK(!withBytes || (c.itemOffsets.size() == blocks && c.bytes.size() == blocks && c.byteLengths.size() == blocks),
-           "gather rows of column '", name, "': string offsets for ", c.itemOffsets.size(), " of ", blocks, " blocks");
-  for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
-    HB_CHECK(a.blocks.size() == blocks && a.fill.size() == a.elementBytes && a.elementBytes > 0,
-             "gather rows of column '", name, "': an item array covers ", a.blocks.size(), " of ", blocks, " blocks");
-  }
   for (size_t b = 0; b < blocks; ++b) {
     HB_CHECK(c.rows[b] >= 0 && c.items[b] >= 0, "gather rows of column '", name, "': block ", b, " has a negative size");
     if (ranged) {
@@ -196,18 +203,9 @@ RowGatherResult gatherRows(const RowGatherColumn& c, const int32_t* which, const
 RowRangeExtents checkRowRanges(const RowGatherColumn& c, const int64_t* starts, const int64_t* counts) {
   const std::string& name = c.name;
   const size_t blocks = size_t(c.blocks);
-  HB_CHECK(c.rows.size() == blocks && c.items.size() == blocks, "concatenate rows of column '", name, "': ", blocks,
-           " blocks but ", c.rows.size(), " row counts");
+  checkColumnShape(c, "concatenate rows");
   const bool ranged = !c.rowSplits.empty();
   const bool withBytes = !c.itemOffsets.empty();
-  HB_CHECK(!ranged || c.rowSplits.size() == blocks, "concatenate rows of column '", name, "': row splits for ",
-           c.rowSplits.size(), " of ", blocks, " blocks");
-  HB_CHECK(!withBytes || (c.itemOffsets.size() == blocks && c.bytes.size() == blocks && c.byteLengths.size() == blocks),
-           "concatenate rows of column '", name, "': string offsets for ", c.itemOffsets.size(), " of ", blocks, " blocks");
-  for (const RowGatherColumn::ItemArray& a : c.itemArrays) {
-    HB_CHECK(a.blocks.size() == blocks && a.fill.size() == a.elementBytes && a.elementBytes > 0,
-             "concatenate rows of column '", name, "': an item array covers ", a.blocks.size(), " of ", blocks, " blocks");
-  }
   RowRangeExtents extents;
   int64_t rows = 0, items = 0, bytes = 0;
   for (size_t b = 0; b < blocks; ++b) {
