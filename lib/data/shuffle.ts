@@ -3,7 +3,9 @@
 // (native/binding/shuffle_buffer_binding.cc): each block is copied into it and its
 // displaced rows gathered on the addon's "data" queue, so the JS thread neither copies a
 // block nor steps through its rows. The picks are RowRandom's, as they were when this
-// loop ran in JS, so a seed gives the order it always gave.
+// loop ran in JS, so a seed gives the order it always gave. Reading its input blocks off
+// the JS thread is safe because no view of them reaches the consumer: the shuffle hands
+// out only rows it gathered into memory of their own.
 import type { Batch, Column } from './batch';
 import { batchRows, FlatBatch, flatten, unflatten } from './columns';
 import { native } from '../native';

@@ -57,9 +57,8 @@ std::shared_ptr<ShuffleState> liveState(const Napi::Value& value, const std::str
   return state;
 }
 
-// Rows gathered from their blocks; then the blocks whose last row left go. Under the
-// state's lock.
-GatheredColumns gatherRowRefs(ShuffleState& state, const std::vector<RowRef>& leaving) {
+// Rows gathered from their blocks. Under the state's lock; changes nothing.
+GatheredColumns gatherRowRefs(const ShuffleState& state, const std::vector<RowRef>& leaving) {
   // Blocks renumbered densely in the order the rows first name them.
   std::unordered_map<int32_t, int32_t> dense;
   std::vector<const RowBlock*> blocks;
@@ -70,7 +69,12 @@ GatheredColumns gatherRowRefs(ShuffleState& state, const std::vector<RowRef>& le
     which[i] = at->second;
     rows[i] = leaving[i].row;
   }
-  GatheredColumns out = gatherBlockRows(blocks, state.layout, which.data(), rows.data(), int64_t(leaving.size()));
+  return gatherBlockRows(blocks, state.layout, which.data(), rows.data(), int64_t(leaving.size()));
+}
+
+// The rows that left, gathered; then the blocks whose last row left go.
+std::shared_ptr<GatheredColumns> gatherLeaving(ShuffleState& state, const std::vector<RowRef>& leaving) {
+  auto out = std::make_shared<GatheredColumns>(gatherRowRefs(state, leaving));
   dropFreed(state);
   return out;
 }
@@ -83,9 +87,11 @@ void compactWhenSpread(ShuffleState& state, int64_t incomingRows) {
   const int64_t buffered = state.reservoir.buffered();
   if (buffered < state.reservoir.capacity() || buffered > std::numeric_limits<int32_t>::max()) return;
   if (state.heldRows <= 2 * buffered + incomingRows) return;
-  std::vector<RowRef> rows;
-  const int32_t slot = state.reservoir.compact(&rows);
-  std::shared_ptr<RowBlock> block = rowBlockOf(gatherRowRefs(state, rows), state.layout);
+  // Gathered before anything changes: should that fail, the buffer is as it was.
+  std::shared_ptr<RowBlock> block = rowBlockOf(gatherRowRefs(state, state.reservoir.bufferedRows()), state.layout);
+  state.slots.reserve(state.slots.size() + 1);  // so that storing the block below cannot fail
+  const int32_t slot = state.reservoir.compact();
+  dropFreed(state);
   if (state.slots.size() <= size_t(slot)) state.slots.resize(size_t(slot) + 1);
   state.slots[size_t(slot)] = block;
   state.heldRows += block->rows;
@@ -136,7 +142,7 @@ Napi::Value shuffleBufferPushBinding(const Napi::CallbackInfo& info) {
         if (state->slots.size() <= size_t(slot)) state->slots.resize(size_t(slot) + 1);
         state->slots[size_t(slot)] = std::move(block);
         state->heldRows += rows;
-        if (!leaving.empty()) *gathered = std::make_shared<GatheredColumns>(gatherRowRefs(*state, leaving));
+        if (!leaving.empty()) *gathered = gatherLeaving(*state, leaving);
         compactWhenSpread(*state, rows);
       },
       [gathered](Napi::Env env) { return resultOrNull(env, *gathered); }));
@@ -157,7 +163,7 @@ Napi::Value shuffleBufferDrainBinding(const Napi::CallbackInfo& info) {
         std::lock_guard<std::mutex> lock(state->mutex);
         std::vector<RowRef> leaving;
         state->reservoir.drain(rows, &leaving);
-        if (!leaving.empty()) *gathered = std::make_shared<GatheredColumns>(gatherRowRefs(*state, leaving));
+        if (!leaving.empty()) *gathered = gatherLeaving(*state, leaving);
       },
       [gathered](Napi::Env env) { return resultOrNull(env, *gathered); }));
 }

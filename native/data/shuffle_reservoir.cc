@@ -53,13 +53,13 @@ int32_t ShuffleReservoir::takeSlot() {
   return int32_t(references_.size()) - 1;
 }
 
-int32_t ShuffleReservoir::compact(std::vector<RowRef>* rows) {
+int32_t ShuffleReservoir::compact() {
   HB_CHECK(!draining_, "shuffle: compacting a buffer that has begun to drain");
-  freed_.clear();
-  // The new slot is taken before the old ones are freed, so it names none of the blocks
-  // the caller reads the rows from.
+  HB_CHECK(buffer_.size() <= size_t(std::numeric_limits<int32_t>::max()), "shuffle: too many rows to compact");
+  // The new slot is taken before the old ones are freed (and before anything changes,
+  // should it fail), so it names none of the blocks the rows were read from.
   const int32_t slot = takeSlot();
-  rows->assign(buffer_.begin(), buffer_.end());
+  freed_.clear();
   for (size_t s = 0; s < references_.size(); ++s) {
     if (int32_t(s) != slot && references_[s] > 0) {
       references_[s] = 0;

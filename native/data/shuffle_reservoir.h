@@ -30,12 +30,15 @@ class ShuffleReservoir {
   // first call permutes them); none when the buffer is empty. No add() after it.
   void drain(int64_t maxRows, std::vector<RowRef>* leaving);
 
-  // Every buffered row moves to one new block: `rows` gets them in buffer order, buffer
-  // entry i becomes row i of the returned slot, and every other slot is freed. The
-  // picks to come are unchanged; only where the rows lie changes. (A block keeps a few
-  // rows long after most of it left, so without this the buffer's rows end up spread
+  // The buffered rows, in buffer order (before the buffer begins to drain).
+  const std::vector<RowRef>& bufferedRows() const { return buffer_; }
+
+  // Every buffered row moves to one new block, made by the caller from bufferedRows():
+  // buffer entry i becomes row i of the returned slot, and every other slot is freed.
+  // The picks to come are unchanged; only where the rows lie changes. (A block keeps a
+  // few rows long after most of it left, so without this the buffer's rows end up spread
   // over many times their own size.)
-  int32_t compact(std::vector<RowRef>* rows);
+  int32_t compact();
 
   // The slots whose last row left in the latest add(), drain() or compact(): their
   // blocks can go once that call's rows are read.
