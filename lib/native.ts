@@ -323,8 +323,11 @@ export interface NativeAddon {
   /** concatRows on the "data" queue, off the JS thread: the arrays must not change until it settles. */
   concatRowsAsync(pieces: NativeRowRange[]): Promise<NativeRowGatherResult[]>;
 
-  /** An empty shuffle buffer of bufferSize rows, picking with RowRandom(seed, 0). */
-  shuffleBufferNew(bufferSize: number, seed: number): NativeShuffleBuffer;
+  /**
+   * An empty shuffle buffer of bufferSize rows, picking with RowRandom(seed, 0). compact
+   * (default true) moves its rows into one block when its blocks hold over twice them.
+   */
+  shuffleBufferNew(bufferSize: number, seed: number, compact?: boolean): NativeShuffleBuffer;
   /**
    * A block enters the buffer (checked and copied on the "data" queue; its arrays must not
    * change until the promise settles): the rows it displaced, or null while filling.

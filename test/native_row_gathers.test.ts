@@ -210,8 +210,8 @@ function referenceShuffle(blockRows: number[], bufferSize: number, seed: number)
   return out;
 }
 
-async function shuffleThrough(blocks: hb.data.Column[][], columnNames: string[], bufferSize: number, seed: number): Promise<hb.data.Column[][]> {
-  const buffer = native.shuffleBufferNew(bufferSize, seed);
+async function shuffleThrough(blocks: hb.data.Column[][], columnNames: string[], bufferSize: number, seed: number, compact = true): Promise<hb.data.Column[][]> {
+  const buffer = native.shuffleBufferNew(bufferSize, seed, compact);
   const out: hb.data.Column[][] = [];
   try {
     for (const block of blocks) {
@@ -249,10 +249,13 @@ describe('the native shuffle buffer', () => {
       Int32Array.from({ length: rows }, (_, r) => b * 1000 + r),
       strings(Array.from({ length: rows }, (_, r) => label(b, r))),
     ]);
-    const out = await shuffleThrough(blocks, ['id', 'text'], 64, 12345);
     const order = referenceShuffle(blockRows, 64, 12345);
-    expect(out.map(([ids]) => Array.from(ids as Int32Array))).toEqual(order.map((block) => block.map(([b, r]) => b * 1000 + r)));
-    expect(out.flatMap(([, text]) => (text as hb.StringColumn).toArray())).toEqual(order.flat().map(([b, r]) => label(b, r)));
+    // The same with the rows left in the blocks they came in (what compaction is measured against).
+    for (const compact of [true, false]) {
+      const out = await shuffleThrough(blocks, ['id', 'text'], 64, 12345, compact);
+      expect(out.map(([ids]) => Array.from(ids as Int32Array))).toEqual(order.map((block) => block.map(([b, r]) => b * 1000 + r)));
+      expect(out.flatMap(([, text]) => (text as hb.StringColumn).toArray())).toEqual(order.flat().map(([b, r]) => label(b, r)));
+    }
   });
 
   test('every column kind comes through as the rows it picked', async () => {
@@ -311,6 +314,7 @@ describe('the native shuffle buffer', () => {
     expect(() => native.shuffleBufferNew(1.5, 1)).toThrow(/bufferSize must be a positive integer/);
     expect(() => native.shuffleBufferNew(10, -1)).toThrow(/seed must be an integer in \[0, 2\^32\)/);
     expect(() => native.shuffleBufferNew('8' as never, 1)).toThrow(/bufferSize must be a number/);
+    expect(() => native.shuffleBufferNew(8, 1, 1 as never)).toThrow(/compact must be a boolean/);
     const buffer = native.shuffleBufferNew(2, 1);
     expect(() => native.shuffleBufferPush({} as never, [])).toThrow(/not a shuffle buffer/);
     expect(() => native.shuffleBufferPush(buffer, [])).toThrow(/a block needs columns and rows/);

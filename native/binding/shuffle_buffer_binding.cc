@@ -26,7 +26,7 @@ namespace binding {
 namespace {
 
 struct ShuffleState {
-  ShuffleState(int64_t capacity, uint32_t seed) : reservoir(capacity, seed) {}
+  ShuffleState(int64_t capacity, uint32_t seed, bool compacts) : reservoir(capacity, seed), compacts(compacts) {}
   // Tasks of one buffer run one after another on the "data" queue; the lock keeps that
   // true should a caller not wait for one push before the next.
   std::mutex mutex;
@@ -34,6 +34,7 @@ struct ShuffleState {
   std::vector<std::shared_ptr<RowBlock>> slots;  // by reservoir slot; null once freed
   int64_t heldRows = 0;                          // rows of the blocks in `slots`
   RowBlockLayout layout;
+  const bool compacts;  // compactWhenSpread on (off only to measure what it saves)
 };
 
 // The blocks of freed slots go (their rows were read).
@@ -85,7 +86,7 @@ std::shared_ptr<GatheredColumns> gatherLeaving(ShuffleState& state, const std::v
 // twice the buffer, and gathers read from that much instead of from all those blocks.
 void compactWhenSpread(ShuffleState& state, int64_t incomingRows) {
   const int64_t buffered = state.reservoir.buffered();
-  if (buffered < state.reservoir.capacity() || buffered > std::numeric_limits<int32_t>::max()) return;
+  if (!state.compacts || buffered < state.reservoir.capacity() || buffered > std::numeric_limits<int32_t>::max()) return;
   if (state.heldRows <= 2 * buffered + incomingRows) return;
   // Gathered before anything changes: should that fail, the buffer is as it was.
   std::shared_ptr<RowBlock> block = rowBlockOf(gatherRowRefs(state, state.reservoir.bufferedRows()), state.layout);
@@ -102,8 +103,10 @@ Napi::Value resultOrNull(Napi::Env env, const std::shared_ptr<GatheredColumns>& 
   return gatheredColumnsToJs(env, *gathered);
 }
 
-// shuffleBufferNew(bufferSize, seed): an empty buffer of bufferSize rows whose picks come
-// from RowRandom(seed, 0) (lib/data/synthetic_model.ts), as the JS shuffle's did.
+// shuffleBufferNew(bufferSize, seed, compact = true): an empty buffer of bufferSize rows
+// whose picks come from RowRandom(seed, 0) (lib/data/synthetic_model.ts), as the JS
+// shuffle's did. compact false leaves its rows where they came (bench/shuffle_buffer's
+// baseline).
 Napi::Value shuffleBufferNewBinding(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const double size = numberArgument(info[0], "shuffleBufferNew: bufferSize");
@@ -114,7 +117,9 @@ Napi::Value shuffleBufferNewBinding(const Napi::CallbackInfo& info) {
   if (!(seed >= 0 && seed <= 4294967295.0) || seed != double(int64_t(seed))) {
     throw Napi::RangeError::New(env, "shuffleBufferNew: seed must be an integer in [0, 2^32), got " + std::to_string(seed));
   }
-  return taggedHandle(env, std::make_shared<ShuffleState>(int64_t(size), uint32_t(seed)), kShuffleBufferTag, "shuffleBufferNew");
+  if (!info[2].IsUndefined() && !info[2].IsBoolean()) throw Napi::TypeError::New(env, "shuffleBufferNew: compact must be a boolean");
+  const bool compacts = info[2].IsUndefined() || info[2].As<Napi::Boolean>().Value();
+  return taggedHandle(env, std::make_shared<ShuffleState>(int64_t(size), uint32_t(seed), compacts), kShuffleBufferTag, "shuffleBufferNew");
 }
 
 // shuffleBufferPush(buffer, columns): a promise of the rows the block displaced (one entry
