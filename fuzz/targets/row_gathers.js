@@ -58,7 +58,8 @@ module.exports = {
 
     const size = r.chance(0.9) ? r.int(1, 60) : r.pick([0, -1, NaN, 2 ** 53, 1.5, '8']);
     const seed = r.chance(0.9) ? r.int(0, 2 ** 32 - 1) : r.pick([-1, 2 ** 32, NaN, 0.5]);
-    const buffer = await attempt('shuffleBufferNew', () => native.shuffleBufferNew(size, seed));
+    const compact = r.chance(0.8) ? undefined : r.pick([true, false, 1, 'x', null]);
+    const buffer = await attempt('shuffleBufferNew', () => native.shuffleBufferNew(size, seed, compact));
     if (buffer) {
       for (const block of blocks) {
         await attempt('shuffleBufferPush', () => native.shuffleBufferPush(r.chance(0.97) ? buffer : r.pick([{}, null, 3]), block.columns));
