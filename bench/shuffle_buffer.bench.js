@@ -67,13 +67,15 @@ async function pass(bufferRows, compact) {
     const t0 = process.hrtime.bigint();
     await native.shuffleBufferPush(buffer, blocks[i % 2].specs);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
-    if (i % 10 === 9) {
-      gc();
-      peak = Math.max(peak, process.memoryUsage().rss - base);
-    }
+    if (i % 10 === 9) gc();
+    peak = Math.max(peak, process.memoryUsage.rss() - base);
   }
+  const { compactions } = native.shuffleBufferStats(buffer);
   native.shuffleBufferRelease(buffer);
-  console.log(JSON.stringify({ pushMs: median(times.slice(Math.ceil(bufferRows / blockRows) + 10)), grewBytes: peak }));
+  // Once the buffer is full: the mean push (compactions included: they run inside some
+  // pushes) and the median one.
+  const full = times.slice(Math.ceil(bufferRows / blockRows) + 10);
+  console.log(JSON.stringify({ pushMs: full.reduce((a, b) => a + b, 0) / full.length, medianMs: median(full), grewBytes: peak, compactions }));
 }
 
 async function main() {
@@ -92,8 +94,8 @@ async function main() {
   console.log(`block: ${blockRows} rows, 40 columns, ${(blockBytes / 1e6).toFixed(2)} MB; a copy of its arrays ${copyMs.toFixed(2)} ms`);
 
   // One pass, in a process of its own (memory a pass freed stays with the process, so a
-  // second pass in the same one would grow less): a push's median time once the buffer is
-  // full, and how far the process grew.
+  // second pass in the same one would grow less): a push's mean time once the buffer is
+  // full, and how far the process grew at its peak.
   const run = (bufferRows, compact) => {
     const child = spawnSync(process.execPath, [__filename, '--pass', String(bufferRows), '--compact', compact ? '1' : '0', '--blockRows', String(blockRows), '--pushes', String(pushes)], { encoding: 'utf8' });
     if (child.status !== 0) throw new Error(`a pass failed: ${child.stderr}`);
@@ -115,7 +117,7 @@ async function main() {
     const spreadGrew = best(spread, 'grewBytes');
     const bufferedBytes = bufferRows * rowBytes;
     console.log(
-      `shuffle(${bufferRows}): a push ${pushMs.toFixed(2)} ms (rows left where they came: ${spreadMs.toFixed(2)} ms; a copy of the block ${copyMs.toFixed(2)} ms) | ` +
+      `shuffle(${bufferRows}): a push ${pushMs.toFixed(2)} ms on average, ${compacted[0].compactions} compactions in ${pushes} pushes (rows left where they came: ${spreadMs.toFixed(2)} ms; a copy of the block ${copyMs.toFixed(2)} ms) | ` +
         `process grew ${(grew / 1e6).toFixed(0)} MB (left where they came: ${(spreadGrew / 1e6).toFixed(0)} MB) for ${(bufferedBytes / 1e6).toFixed(0)} MB of buffered rows | ` +
         `ratio memory / buffered rows = ${(grew / bufferedBytes).toFixed(2)} (left: ${(spreadGrew / bufferedBytes).toFixed(2)}), push time left / compacted = ${(spreadMs / pushMs).toFixed(2)}`,
     );

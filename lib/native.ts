@@ -335,6 +335,8 @@ export interface NativeAddon {
   shuffleBufferPush(buffer: NativeShuffleBuffer, columns: NativeRowBlockColumn[]): Promise<NativeRowGatherResult[] | null>;
   /** Once the input ended: up to maxRows of the rows left, in random order; null when none. */
   shuffleBufferDrain(buffer: NativeShuffleBuffer, maxRows: number): Promise<NativeRowGatherResult[] | null>;
+  /** The rows buffered, the rows of the blocks holding them, and how often they were compacted. */
+  shuffleBufferStats(buffer: NativeShuffleBuffer): { buffered: number; heldRows: number; compactions: number };
   /** Frees the buffer's blocks now (work in flight keeps what it reads). */
   shuffleBufferRelease(buffer: NativeShuffleBuffer): void;
 

@@ -60,6 +60,7 @@ module.exports = {
     const seed = r.chance(0.9) ? r.int(0, 2 ** 32 - 1) : r.pick([-1, 2 ** 32, NaN, 0.5]);
     const compact = r.chance(0.8) ? undefined : r.pick([true, false, 1, 'x', null]);
     const buffer = await attempt('shuffleBufferNew', () => native.shuffleBufferNew(size, seed, compact));
+    if (buffer && r.chance(0.3)) await attempt('shuffleBufferStats', () => native.shuffleBufferStats(r.chance(0.9) ? buffer : {}));
     if (buffer) {
       for (const block of blocks) {
         await attempt('shuffleBufferPush', () => native.shuffleBufferPush(r.chance(0.97) ? buffer : r.pick([{}, null, 3]), block.columns));

@@ -34,12 +34,14 @@ struct ShuffleState {
   std::vector<std::shared_ptr<RowBlock>> slots;  // by reservoir slot; null once freed
   int64_t heldRows = 0;                          // rows of the blocks in `slots`
   RowBlockLayout layout;
-  const bool compacts;  // compactWhenSpread on (off only to measure what it saves)
+  bool compacts;         // compactWhenSpread on (off to measure what it saves, or once it failed)
+  int64_t compactions = 0;
 };
 
 // The blocks of freed slots go (their rows were read).
 void dropFreed(ShuffleState& state) {
   for (int32_t slot : state.reservoir.freed()) {
+    HB_CHECK_CODE(size_t(slot) < state.slots.size() && state.slots[size_t(slot)], Internal, "shuffle: slot ", slot, " has no block");
     state.heldRows -= state.slots[size_t(slot)]->rows;
     state.slots[size_t(slot)].reset();
   }
@@ -66,7 +68,11 @@ GatheredColumns gatherRowRefs(const ShuffleState& state, const std::vector<RowRe
   std::vector<int32_t> which(leaving.size()), rows(leaving.size());
   for (size_t i = 0; i < leaving.size(); ++i) {
     auto [at, added] = dense.try_emplace(leaving[i].slot, int32_t(blocks.size()));
-    if (added) blocks.push_back(state.slots[size_t(leaving[i].slot)].get());
+    if (added) {
+      const size_t slot = size_t(leaving[i].slot);
+      HB_CHECK_CODE(slot < state.slots.size() && state.slots[slot], Internal, "shuffle: slot ", slot, " has no block");
+      blocks.push_back(state.slots[slot].get());
+    }
     which[i] = at->second;
     rows[i] = leaving[i].row;
   }
@@ -75,9 +81,32 @@ GatheredColumns gatherRowRefs(const ShuffleState& state, const std::vector<RowRe
 
 // The rows that left, gathered; then the blocks whose last row left go.
 std::shared_ptr<GatheredColumns> gatherLeaving(ShuffleState& state, const std::vector<RowRef>& leaving) {
-  auto out = std::make_shared<GatheredColumns>(gatherRowRefs(state, leaving));
+  std::shared_ptr<GatheredColumns> out;
+  try {
+    out = std::make_shared<GatheredColumns>(gatherRowRefs(state, leaving));
+  } catch (...) {
+    dropFreed(state);  // the rows left all the same: their blocks go (this does not allocate)
+    throw;
+  }
   dropFreed(state);
   return out;
+}
+
+// Whether a block held lacks an item array wider than a byte that another has (ragged
+// weights in some blocks only). A compacted block cannot keep that per row, so the
+// buffer is not compacted then (a gather over those blocks drops the weights; one over
+// blocks that all have them keeps them, compaction or not).
+bool widthsPartlyPresent(const ShuffleState& state) {
+  for (size_t c = 0; c < state.layout.columns().size(); ++c) {
+    const std::vector<int>& types = state.layout.columns()[c].itemTypes;
+    for (size_t a = 0; a < types.size(); ++a) {
+      if (types[a] < 0 || types[a] == napi_uint8_array) continue;
+      for (const auto& block : state.slots) {
+        if (block && !block->columns[c].itemArrays[a].data) return true;
+      }
+    }
+  }
+  return false;
 }
 
 // Once the blocks hold more than twice the buffer's rows (each block keeps a few rows
@@ -87,15 +116,24 @@ std::shared_ptr<GatheredColumns> gatherLeaving(ShuffleState& state, const std::v
 void compactWhenSpread(ShuffleState& state, int64_t incomingRows) {
   const int64_t buffered = state.reservoir.buffered();
   if (!state.compacts || buffered < state.reservoir.capacity() || buffered > std::numeric_limits<int32_t>::max()) return;
-  if (state.heldRows <= 2 * buffered + incomingRows) return;
-  // Gathered before anything changes: should that fail, the buffer is as it was.
-  std::shared_ptr<RowBlock> block = rowBlockOf(gatherRowRefs(state, state.reservoir.bufferedRows()), state.layout);
-  state.slots.reserve(state.slots.size() + 1);  // so that storing the block below cannot fail
+  if (state.heldRows <= 2 * buffered + incomingRows || widthsPartlyPresent(state)) return;
+  // Gathered before anything changes. Compaction only saves memory and time: should it
+  // fail (a column of the whole buffer past 2^31 - 1 values or string bytes, or memory),
+  // the buffer is as it was and goes on without it.
+  std::shared_ptr<RowBlock> block;
+  try {
+    block = rowBlockOf(gatherRowRefs(state, state.reservoir.bufferedRows()), state.layout);
+    state.slots.reserve(state.slots.size() + 1);  // so that storing the block below cannot fail
+  } catch (const std::exception&) {
+    state.compacts = false;
+    return;
+  }
   const int32_t slot = state.reservoir.compact();
   dropFreed(state);
   if (state.slots.size() <= size_t(slot)) state.slots.resize(size_t(slot) + 1);
   state.slots[size_t(slot)] = block;
   state.heldRows += block->rows;
+  ++state.compactions;
 }
 
 Napi::Value resultOrNull(Napi::Env env, const std::shared_ptr<GatheredColumns>& gathered) {
@@ -143,6 +181,7 @@ Napi::Value shuffleBufferPushBinding(const Napi::CallbackInfo& info) {
         state->layout.admit(*block, "shuffleBufferPush");
         std::vector<RowRef> leaving;
         const int64_t rows = block->rows;
+        state->slots.reserve(state->slots.size() + 1);  // so that storing the block after add() cannot fail
         const int32_t slot = state->reservoir.add(rows, &leaving);
         if (state->slots.size() <= size_t(slot)) state->slots.resize(size_t(slot) + 1);
         state->slots[size_t(slot)] = std::move(block);
@@ -173,6 +212,20 @@ Napi::Value shuffleBufferDrainBinding(const Napi::CallbackInfo& info) {
       [gathered](Napi::Env env) { return resultOrNull(env, *gathered); }));
 }
 
+// shuffleBufferStats(buffer): { buffered, heldRows, compactions }: the rows buffered, the
+// rows of the blocks holding them, and how often they were compacted (for tests and
+// bench/shuffle_buffer.bench.js).
+Napi::Value shuffleBufferStatsBinding(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<ShuffleState> state = liveState(info[0], "shuffleBufferStats: buffer");
+  std::lock_guard<std::mutex> lock(state->mutex);
+  Napi::Object stats = Napi::Object::New(env);
+  stats.Set("buffered", Napi::Number::New(env, double(state->reservoir.buffered())));
+  stats.Set("heldRows", Napi::Number::New(env, double(state->heldRows)));
+  stats.Set("compactions", Napi::Number::New(env, double(state->compactions)));
+  return stats;
+}
+
 // shuffleBufferRelease(buffer): its blocks go now (a push or drain in flight keeps what it
 // reads until it settles), not when JS collects the handle.
 Napi::Value shuffleBufferReleaseBinding(const Napi::CallbackInfo& info) {
@@ -186,6 +239,7 @@ void exportShuffleBuffer(Napi::Env env, Napi::Object exports) {
   exports.Set("shuffleBufferNew", Napi::Function::New(env, guarded<shuffleBufferNewBinding>, "shuffleBufferNew"));
   exports.Set("shuffleBufferPush", Napi::Function::New(env, guarded<shuffleBufferPushBinding>, "shuffleBufferPush"));
   exports.Set("shuffleBufferDrain", Napi::Function::New(env, guarded<shuffleBufferDrainBinding>, "shuffleBufferDrain"));
+  exports.Set("shuffleBufferStats", Napi::Function::New(env, guarded<shuffleBufferStatsBinding>, "shuffleBufferStats"));
   exports.Set("shuffleBufferRelease", Napi::Function::New(env, guarded<shuffleBufferReleaseBinding>, "shuffleBufferRelease"));
 }
 

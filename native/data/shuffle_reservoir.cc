@@ -20,9 +20,21 @@ void ShuffleReservoir::leave(RowRef ref, std::vector<RowRef>* leaving) {
   }
 }
 
+void ShuffleReservoir::reserveFor(int64_t arriving, int64_t leavingRows, std::vector<RowRef>* leaving) {
+  // Each slot is at most once in freed_ and in freeSlots_, and one slot may be added.
+  references_.reserve(references_.size() + 1);
+  freed_.reserve(references_.size() + 1);
+  freeSlots_.reserve(references_.size() + 1);
+  buffer_.reserve(size_t(std::min<int64_t>(capacity_, int64_t(buffer_.size()) + arriving)));
+  leaving->reserve(leaving->size() + size_t(leavingRows));
+}
+
 int32_t ShuffleReservoir::add(int64_t rows, std::vector<RowRef>* leaving) {
   HB_CHECK(!draining_, "shuffle: a block arrived after the buffer began to drain");
   HB_CHECK(rows > 0 && rows <= std::numeric_limits<int32_t>::max(), "shuffle: a block of ", rows, " rows");
+  // Everything this call may grow is grown first: should that fail, nothing has changed,
+  // and nothing after it allocates.
+  reserveFor(rows, rows, leaving);
   freed_.clear();
   // The slot is taken before any row leaves, so a slot freed by this very call is not
   // reused until the caller has read this call's rows.
@@ -56,6 +68,8 @@ int32_t ShuffleReservoir::takeSlot() {
 int32_t ShuffleReservoir::compact() {
   HB_CHECK(!draining_, "shuffle: compacting a buffer that has begun to drain");
   HB_CHECK(buffer_.size() <= size_t(std::numeric_limits<int32_t>::max()), "shuffle: too many rows to compact");
+  std::vector<RowRef> none;
+  reserveFor(0, 0, &none);
   // The new slot is taken before the old ones are freed (and before anything changes,
   // should it fail), so it names none of the blocks the rows were read from.
   const int32_t slot = takeSlot();
@@ -73,6 +87,7 @@ int32_t ShuffleReservoir::compact() {
 }
 
 void ShuffleReservoir::drain(int64_t maxRows, std::vector<RowRef>* leaving) {
+  reserveFor(0, std::min<int64_t>(buffered(), std::max<int64_t>(maxRows, 0)), leaving);
   freed_.clear();
   if (!draining_) {
     draining_ = true;

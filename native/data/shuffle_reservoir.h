@@ -51,6 +51,8 @@ class ShuffleReservoir {
  private:
   void leave(RowRef ref, std::vector<RowRef>* leaving);
   int32_t takeSlot();
+  // Grows what a call may grow, before it changes anything (the calls do not allocate after).
+  void reserveFor(int64_t arriving, int64_t leavingRows, std::vector<RowRef>* leaving);
 
   int64_t capacity_;
   RowRandom random_;
