@@ -13,7 +13,9 @@ import { ListColumn } from './list_column';
 
 // Buffers that some batch op handed out a view of (to the consumer, or to another batch op
 // that may hand views of them on). Buffers, not blocks: blocks cut from one source block
-// by an upstream batch op are views of one buffer.
+// by an upstream batch op are views of one buffer. This rests on every source (Parquet,
+// TSV, synthetic) yielding arrays of its own: were a source to yield arrays the user
+// holds, its blocks would have to be marked here as they arrive.
 const handedOut = new WeakSet<ArrayBufferLike>();
 
 function buffersOf(column: Column): ArrayBufferLike[] {
