@@ -108,7 +108,8 @@ describe('concatRows (the batch op\'s cut across blocks)', () => {
     const values = Float32Array.of(5, 6);
     const [ok] = native.concatRows([piece([spec({ rowSplits: splits, itemArrays: [values] })], 0, 2)]);
     expect(Array.from(ok.itemArrays[0] as Float32Array)).toEqual([5, 6]);
-    expect(() => native.concatRows([piece([spec({ rowSplits: splits, itemArrays: [values] })], 1, 2)])).toThrow(/column 'C7'.*row splits fall/);
+    // Positions are the block's, not the range's.
+    expect(() => native.concatRows([piece([spec({ rowSplits: splits, itemArrays: [values] })], 1, 2)])).toThrow(/concatenate rows of column 'C7': block 0's row splits fall at 3 \(2 then 1\)/);
     await expect(native.concatRowsAsync([piece([spec({ rowSplits: splits, itemArrays: [values] })], 1, 2)])).rejects.toThrow(/column 'C7'.*row splits fall/);
     expect(() => native.concatRows([piece([spec({ rowSplits: Int32Array.of(0, 2, 4) })], 0, 2)])).toThrow(/column 'C7'.*end at 4 but it has 3/);
     expect(() => native.concatRows([piece([spec({ rowSplits: Int32Array.of(-1, 2) })])])).toThrow(/column 'C7'.*start at -1/);

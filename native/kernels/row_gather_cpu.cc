@@ -10,18 +10,19 @@ namespace hb {
 
 namespace {
 
-// Splits or offsets of one block: `count` + 1 of them, from >= 0, never falling, the last
-// <= limit.
-void checkSplits(const int32_t* splits, int64_t count, int64_t limit, const std::string& name, const char* what,
-                 int64_t block) {
-  HB_CHECK(splits != nullptr, "gather rows of column '", name, "': block ", block, " has no ", what);
-  HB_CHECK(splits[0] >= 0, "gather rows of column '", name, "': block ", block, "'s ", what, " start at ", splits[0]);
+// Splits or offsets of one block, entries first .. first + count: from >= 0, never
+// falling, the last <= limit. Errors start with `action` and give positions in the block.
+void checkSplits(const int32_t* splits, int64_t first, int64_t count, int64_t limit, const std::string& name,
+                 const char* what, int64_t block, const char* action) {
+  HB_CHECK(splits != nullptr, action, " of column '", name, "': block ", block, " has no ", what);
+  const int32_t* s = splits + first;
+  HB_CHECK(s[0] >= 0, action, " of column '", name, "': block ", block, "'s ", what, " start at ", s[0]);
   for (int64_t i = 0; i < count; ++i) {
-    HB_CHECK(splits[i + 1] >= splits[i], "gather rows of column '", name, "': block ", block, "'s ", what,
-             " fall at ", i + 1, " (", splits[i], " then ", splits[i + 1], ")");
+    HB_CHECK(s[i + 1] >= s[i], action, " of column '", name, "': block ", block, "'s ", what, " fall at ", first + i + 1,
+             " (", s[i], " then ", s[i + 1], ")");
   }
-  HB_CHECK(splits[count] <= limit, "gather rows of column '", name, "': block ", block, "'s ", what, " end at ",
-           splits[count], " but it has ", limit);
+  HB_CHECK(s[count] <= limit, action, " of column '", name, "': block ", block, "'s ", what, " end at ", s[count],
+           " but it has ", limit);
 }
 
 std::shared_ptr<Buffer> hostBlock(size_t bytes) { return Buffer::allocate(Device::cpu(), bytes); }
@@ -96,12 +97,12 @@ void checkRowGatherBlocks(const RowGatherColumn& c) {
   for (size_t b = 0; b < blocks; ++b) {
     HB_CHECK(c.rows[b] >= 0 && c.items[b] >= 0, "gather rows of column '", name, "': block ", b, " has a negative size");
     if (ranged) {
-      checkSplits(c.rowSplits[b], c.rows[b], c.items[b], name, "row splits", int64_t(b));
+      checkSplits(c.rowSplits[b], 0, c.rows[b], c.items[b], name, "row splits", int64_t(b), "gather rows");
     } else {
       HB_CHECK(c.items[b] == c.rows[b], "gather rows of column '", name, "': block ", b, " has ", c.rows[b],
                " rows but ", c.items[b], " values");
     }
-    if (withBytes) checkSplits(c.itemOffsets[b], c.items[b], c.byteLengths[b], name, "string offsets", int64_t(b));
+    if (withBytes) checkSplits(c.itemOffsets[b], 0, c.items[b], c.byteLengths[b], name, "string offsets", int64_t(b), "gather rows");
   }
 }
 
@@ -215,7 +216,7 @@ RowRangeExtents checkRowRanges(const RowGatherColumn& c, const int64_t* starts, 
     // checked whole for each. Each bound is read once, here; the copy uses these values.
     int64_t itemBegin = starts[b], itemEnd = starts[b] + counts[b];
     if (ranged) {
-      checkSplits(c.rowSplits[b] + starts[b], counts[b], c.items[b], name, "row splits", int64_t(b));
+      checkSplits(c.rowSplits[b], starts[b], counts[b], c.items[b], name, "row splits", int64_t(b), "concatenate rows");
       itemBegin = c.rowSplits[b][starts[b]];
       itemEnd = c.rowSplits[b][starts[b] + counts[b]];
       HB_CHECK(itemBegin >= 0 && itemBegin <= itemEnd && itemEnd <= c.items[b], "concatenate rows of column '", name,
@@ -226,7 +227,8 @@ RowRangeExtents checkRowRanges(const RowGatherColumn& c, const int64_t* starts, 
     }
     int64_t byteBegin = 0, byteEnd = 0;
     if (withBytes) {
-      checkSplits(c.itemOffsets[b] + itemBegin, itemEnd - itemBegin, c.byteLengths[b], name, "string offsets", int64_t(b));
+      checkSplits(c.itemOffsets[b], itemBegin, itemEnd - itemBegin, c.byteLengths[b], name, "string offsets", int64_t(b),
+                  "concatenate rows");
       byteBegin = c.itemOffsets[b][itemBegin];
       byteEnd = c.itemOffsets[b][itemEnd];
       HB_CHECK(byteBegin >= 0 && byteBegin <= byteEnd && byteEnd <= c.byteLengths[b], "concatenate rows of column '",
