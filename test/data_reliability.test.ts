@@ -10,6 +10,7 @@ import * as arrow from 'apache-arrow';
 import * as parquet from 'parquet-wasm/node';
 import * as hb from '../lib';
 import { collect, rowsOf } from './support/data';
+import { readCriteoTsvUnit } from '../lib/data/criteo_tsv_reader';
 
 const dist = path.resolve(__dirname, '..', 'dist', 'index.js');
 const sample = path.resolve(__dirname, 'fixtures', 'criteo_kaggle_sample.tsv');
@@ -189,6 +190,25 @@ describe('Criteo TSV: a file cut while the pass reads it', () => {
     // the new end: no piece meets a cut line, which used to end the epoch silently.
     await expect(readCut('cut_empty.tsv', () => 0)).rejects.toThrow(
       /cut_empty\.tsv ended at byte 0, before its piece at bytes \d+\.\.\d+, though it had \d+ bytes when the pass began: the file was truncated while it was read; the pass had read \d+ rows when it stopped there/,
+    );
+  });
+
+  test('cut to nothing while a piece is half read: the Error gives where the file ends now, not where the read was', async () => {
+    // The reader itself, so the cut falls mid-piece every time: it holds the first MiB it
+    // read, gives rows from it, and meets the cut at its next read.
+    const file = path.join(dir, 'cut_mid_piece.tsv');
+    fs.writeFileSync(file, text);
+    const start = text.indexOf('\n', 100_000) + 1;
+    const unit = { index: 0, file, start, end: text.length, fileSize: text.length };
+    const task = { defaults: Array(13).fill(0), integerDtype: 'float32' as const, labelField: 'label', blockRows: 64, skipCorrupted: false };
+    const chunks = readCriteoTsvUnit(unit, task, { skip: () => undefined });
+    expect((await chunks.next()).done).toBe(false);
+    fs.truncateSync(file, 0);
+    const drain = async () => {
+      for (let next = await chunks.next(); !next.done; next = await chunks.next());
+    };
+    await expect(drain()).rejects.toThrow(
+      new RegExp(`cut_mid_piece\\.tsv ended at byte 0, before its piece at bytes ${start}\\.\\.${text.length}, though it had ${text.length} bytes when the pass began`),
     );
   });
 

@@ -224,7 +224,9 @@ export async function* readCriteoTsvUnit(unit: CriteoTsvUnit, task: CriteoTsvTas
       const got = fs.readSync(fd, window, hi, window.length - hi, position + hi);
       if (got === 0) {
         eof = true;
-        if (position + hi < unit.fileSize) truncatedAt = position + hi;
+        // Where the file ends now: a cut can fall before bytes this piece already read
+        // (a file cut to nothing while a piece is half read ends at 0, not where the read was).
+        if (position + hi < unit.fileSize) truncatedAt = Math.min(position + hi, fs.fstatSync(fd).size);
       }
       hi += got;
     };
