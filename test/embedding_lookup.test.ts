@@ -128,6 +128,36 @@ describe('hb.nn.embeddingLookupSparse', () => {
     expect(values.slice(16)).toEqual(new Array(16).fill(0.5));
   });
 
+  test('a small lookup called while an assign is still queued sees the assigned values', async () => {
+    // A small lookup runs on the JS thread when nothing is queued on the host; one called
+    // behind a queued write (here a 51 MB assign) must wait for it all the same.
+    const rows = 400_000;
+    const dim = 32;
+    const params = hb.variable(hb.initializers.zeros(), { shape: [rows, dim] });
+    await params.read().then((t) => t.dispose());
+    for (const fill of [2, 3]) {
+      const assign = params.assign(hb.tensor(new Float32Array(rows * dim).fill(fill), [rows, dim]));
+      const out = await hb.nn.embeddingLookupSparse(params, hb.ragged([[0, rows - 1], [7]]), { combiner: 'sum' });
+      await assign;
+      const values = Array.from((await out.data()) as Float32Array);
+      expect(values.slice(0, dim)).toEqual(new Array(dim).fill(2 * fill));
+      expect(values.slice(dim)).toEqual(new Array(dim).fill(fill));
+    }
+  });
+
+  test('small and large lookups reject bad ids with the same Error, never throwing from the call', async () => {
+    // The small one settles on the JS thread, the large one on the host queue.
+    const params = hb.variable(hb.initializers.ones(), { shape: [100, 8], name: 'bad_ids_table' });
+    for (const bags of [2, 70_000]) {
+      const values = new BigInt64Array(bags).fill(3n);
+      values[bags - 1] = 100n;
+      const call = () => hb.nn.embeddingLookupSparse(params, hb.ragged(values, Int32Array.from({ length: bags + 1 }, (_, i) => i)));
+      let pending: Promise<unknown> | undefined;
+      expect(() => (pending = call())).not.toThrow();
+      await expect(pending).rejects.toThrow(`embeddingLookupSparse(bad_ids_table): ids.values[${bags - 1}] = 100 is out of range: the table has 100 rows`);
+    }
+  });
+
   test('concurrent lookups resolve with the same values as one at a time', async () => {
     const random = randomSource(11);
     const table = randomTable(random, 500, 32);

@@ -23,6 +23,46 @@ struct PendingTask {
 
 void settle(Napi::Env env, Napi::Function, Completions* completions, PendingTask* raw);
 
+// Runs the task's work, keeping what it threw for the JS thread.
+void runCatching(PendingTask& pending) {
+  try {
+    pending.task->run();
+  } catch (const Error& e) {
+    pending.failed = true;
+    pending.error = e.what();
+    pending.code = e.code();
+  } catch (const std::bad_alloc&) {
+    pending.failed = true;
+    pending.error = "out of memory";
+    pending.code = ErrorCode::OutOfMemory;
+  } catch (const std::exception& e) {
+    pending.failed = true;
+    pending.error = e.what();
+  } catch (...) {
+    pending.failed = true;
+    pending.error = "unknown native error";
+  }
+}
+
+// On the JS thread, after runCatching: rejects with what the work threw, or resolves to
+// the task's value (rejecting with what making it threw).
+void settleWith(Napi::Env env, PendingTask& pending) {
+  if (pending.failed) {
+    pending.deferred.Reject(jsError(env, pending.error, pending.code).Value());
+    return;
+  }
+  try {
+    pending.deferred.Resolve(pending.task->resolve(env));
+  } catch (const Napi::Error& e) {
+    ensureErrorCode(e);
+    pending.deferred.Reject(e.Value());
+  } catch (const Error& e) {
+    pending.deferred.Reject(jsError(env, e.what(), e.code()).Value());
+  } catch (const std::exception& e) {
+    pending.deferred.Reject(jsError(env, e.what(), ErrorCode::Internal).Value());
+  }
+}
+
 using CompletionFunction = Napi::TypedThreadSafeFunction<Completions, PendingTask, settle>;
 
 }  // namespace
@@ -52,20 +92,7 @@ void settle(Napi::Env env, Napi::Function, Completions* completions, PendingTask
   // can no longer be settled anyway.
   try {
     if (--completions->pending == 0) completions->function.Unref(env);
-    if (pending->failed) {
-      pending->deferred.Reject(jsError(env, pending->error, pending->code).Value());
-      return;
-    }
-    try {
-      pending->deferred.Resolve(pending->task->resolve(env));
-    } catch (const Napi::Error& e) {
-      ensureErrorCode(e);
-      pending->deferred.Reject(e.Value());
-    } catch (const Error& e) {
-      pending->deferred.Reject(jsError(env, e.what(), e.code()).Value());
-    } catch (const std::exception& e) {
-      pending->deferred.Reject(jsError(env, e.what(), ErrorCode::Internal).Value());
-    }
+    settleWith(env, *pending);
   } catch (...) {
   }
 }
@@ -95,23 +122,7 @@ Napi::Promise scheduleWith(Napi::Env env, std::unique_ptr<AsyncTask> task, Submi
   Napi::Promise promise = pending->deferred.Promise();
   if (completions->pending++ == 0) completions->function.Ref(env);
   submit([pending, completions]() {
-    try {
-      pending->task->run();
-    } catch (const Error& e) {
-      pending->failed = true;
-      pending->error = e.what();
-      pending->code = e.code();
-    } catch (const std::bad_alloc&) {
-      pending->failed = true;
-      pending->error = "out of memory";
-      pending->code = ErrorCode::OutOfMemory;
-    } catch (const std::exception& e) {
-      pending->failed = true;
-      pending->error = e.what();
-    } catch (...) {
-      pending->failed = true;
-      pending->error = "unknown native error";
-    }
+    runCatching(*pending);
     // The queue is unbounded, so this never blocks while holding the lock. When the
     // environment is gone the task is leaked: its references cannot be released.
     std::lock_guard<std::mutex> lock(completions->mutex);
@@ -125,6 +136,15 @@ Napi::Promise scheduleWith(Napi::Env env, std::unique_ptr<AsyncTask> task, Submi
 Napi::Promise schedule(Napi::Env env, Device device, std::unique_ptr<AsyncTask> task) {
   return scheduleWith(env, std::move(task), [device](std::function<void()> work) { submitToDevice(device, std::move(work)); });
 }
+
+Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task) {
+  PendingTask pending{std::move(task), Napi::Promise::Deferred::New(env), false, std::string(), ErrorCode::Internal};
+  runCatching(pending);
+  settleWith(env, pending);
+  return pending.deferred.Promise();
+}
+
+bool hostQueueIdleFor(Device device) { return !device.isCuda() && deviceIsIdle(device); }
 
 Napi::Promise scheduleOnQueue(Napi::Env env, const std::string& queue, Device device, std::unique_ptr<AsyncTask> task) {
   return scheduleWith(env, std::move(task),

@@ -33,6 +33,14 @@ Napi::Promise schedule(Napi::Env env, Device device, std::unique_ptr<AsyncTask> 
 // The same on a named queue of its own (native/core/executor.h's submitToQueue).
 Napi::Promise scheduleOnQueue(Napi::Env env, const std::string& queue, Device device, std::unique_ptr<AsyncTask> task);
 
+// Runs the task here, on the JS thread, and returns its promise already settled: for host
+// work so small that schedule()'s two thread hops (to the executor and back) would cost
+// more than it does. Only where hostQueueIdleFor(device) holds, so the work still comes
+// after everything queued before it; the caller bounds the work (the JS thread waits).
+Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task);
+// True when `device` is the host and nothing is queued or running on its executor.
+bool hostQueueIdleFor(Device device);
+
 // A task made of two callables; state they share lives in their captures.
 template <typename Run, typename Resolve>
 class LambdaTask : public AsyncTask {

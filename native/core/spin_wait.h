@@ -26,7 +26,13 @@ inline void cpuRelax() {
 #endif
 }
 
-// Polls ready() for up to `spin`; true once it holds.
+// Polls ready() for up to `spin`; true once it holds. Between rounds of polling the
+// thread offers its core to any other runnable thread (sched_yield; nearly free when there
+// is none). A completed task wakes the JS thread while the executor and the pool's helpers
+// poll for the next one: on a machine with no more cores than pollers, a poller that never
+// yields keeps the JS thread waiting for the scheduler to preempt it. Measured on a 2-vCPU
+// EPYC VM: an eager lookup of 4096 ids (dim 64) settled in 200-290 us (median) without the
+// yield, 93-136 us with it; training steps ran at the same speed either way.
 template <typename Ready>
 bool pollFor(std::chrono::microseconds spin, Ready ready) {
   if (spin.count() == 0) return ready();
@@ -37,6 +43,7 @@ bool pollFor(std::chrono::microseconds spin, Ready ready) {
       cpuRelax();
     }
     if (std::chrono::steady_clock::now() >= deadline) return ready();
+    std::this_thread::yield();
   }
 }
 
