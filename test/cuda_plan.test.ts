@@ -193,8 +193,26 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
       const t = randomValues(random, batch * features * width);
       const forward = await onBoth('dot_interaction', [[t, [batch, features * width]]], [[batch, pairs]], { features });
       expectSameBits(forward.gpu, forward.cpu);
-      const backward = await onBoth('dot_interaction_grad', [[randomValues(random, batch * pairs), [batch, pairs]], [t, [batch, features * width]]], [[batch, features * width]], { features });
+      const dz = randomValues(random, batch * pairs);
+      const backward = await onBoth('dot_interaction_grad', [[dz, [batch, pairs]], [t, [batch, features * width]]], [[batch, features * width]], { features });
       expectSameBits(backward.gpu, backward.cpu);
+      // One input per feature (a graph's form; staged side by side on the GPU): the same bits.
+      const pieces: Input[] = Array.from({ length: features }, (_, i) => {
+        const x = new Float32Array(batch * width);
+        for (let b = 0; b < batch; b++) x.set(t.subarray((b * features + i) * width, (b * features + i + 1) * width), b * width);
+        return [x, [batch, width]];
+      });
+      const listForward = await onBoth('dot_interaction', pieces, [[batch, pairs]], { features });
+      expectSameBits(listForward.gpu, forward.cpu);
+      expectSameBits(listForward.cpu, forward.cpu);
+      const listBackward = await onBoth('dot_interaction_grad', [[dz, [batch, pairs]], ...pieces], pieces.map(() => [batch, width]), { features });
+      expectSameBits(listBackward.gpu, listBackward.cpu);
+      listBackward.gpu.forEach((dx, i) => {
+        for (let b = 0; b < batch; b++) {
+          const row = backward.cpu[0].values.subarray((b * features + i) * width, (b * features + i + 1) * width);
+          expect(Array.from(dx.values.subarray(b * width, (b + 1) * width))).toEqual(Array.from(row));
+        }
+      });
     }
   });
 

@@ -697,6 +697,13 @@ function interactionGradReference(dz: Float32Array, t: Float32Array, batch: numb
   return out;
 }
 
+/** Feature i's vectors of a [batch, F * D] tensor, as [batch, D]. */
+function featureColumns(t: Float32Array, batch: number, features: number, width: number, i: number): Float32Array {
+  const out = new Float32Array(batch * width);
+  for (let b = 0; b < batch; b++) out.set(t.subarray((b * features + i) * width, (b * features + i + 1) * width), b * width);
+  return out;
+}
+
 describe('dot_interaction', () => {
   const cases: Array<[number, number, number]> = [
     [3, 4, 5],
@@ -719,6 +726,14 @@ describe('dot_interaction', () => {
       const dz = randomValues(random, batch * pairs);
       const dt = await run1('dot_interaction_grad', [input(dz, [batch, pairs]), input(t, [batch, features * width])], [[batch, features * width]], { features });
       expectExact(dt, interactionGradReference(dz, t, batch, features, width));
+      // The same vectors as F inputs of [batch, D] (how graphs pass them): the same bits,
+      // and one gradient per input.
+      const pieces = Array.from({ length: features }, (_, i) => featureColumns(t, batch, features, width, i));
+      const [zList] = await run('dot_interaction', pieces.map((x) => input(x, [batch, width])), [[batch, pairs]], { features });
+      expectExact(zList.values, z.values);
+      const dxs = await run('dot_interaction_grad', [input(dz, [batch, pairs]), ...pieces.map((x) => input(x, [batch, width]))], pieces.map(() => [batch, width]), { features });
+      expect(dxs).toHaveLength(features);
+      dxs.forEach((dx, i) => expectExact(dx.values, featureColumns(dt, batch, features, width, i)));
     });
   }
 
@@ -760,7 +775,19 @@ describe('dot_interaction', () => {
     await expectError('dot_interaction', [input(new Float32Array(6), [6])], [[1, 3]], { features: 3 }, /should be \[batch, F \* D\]/);
     await expectError('dot_interaction_grad', [input(new Float32Array(4), [2, 2]), t], [[2, 6]], { features: 3 }, /dZ has shape \[2, 2\], expected \[2, 3\]/);
     await expectError('dot_interaction_grad', [input(new Float32Array(6), [2, 3]), t], [[2, 5]], { features: 3 }, /the output has shape \[2, 5\], expected T's \[2, 6\]/);
-    await expectError('dot_interaction_grad', [t], [[2, 6]], { features: 3 }, /kernel dot_interaction_grad takes 2 inputs, got 1/);
+    await expectError('dot_interaction_grad', [t], [[2, 6]], { features: 3 }, /kernel dot_interaction_grad takes dZ and 1 or more inputs/);
+  });
+
+  test('errors of the form with one input per feature', async () => {
+    const x = input(new Float32Array(8), [2, 4]);
+    const dz = input(new Float32Array(6), [2, 3]);
+    await expectError('dot_interaction', [x, x], [[2, 3]], { features: 3 }, /2 feature inputs, but F \(attrs\[0\]\) is 3/);
+    await expectError('dot_interaction', [x, input(new Float32Array(6), [2, 3]), x], [[2, 3]], { features: 3 }, /feature input 1 has shape \[2, 3\], but feature input 0 has \[2, 4\]/);
+    await expectError('dot_interaction', [x, x, input(new Float32Array(12), [3, 4])], [[2, 3]], { features: 3 }, /feature input 2 has shape \[3, 4\]/);
+    await expectError('dot_interaction', [input(new Float32Array(8), [8]), x, x], [[2, 3]], { features: 3 }, /feature input 0 should be \[batch, D\], got \[8\]/);
+    await expectError('dot_interaction_grad', [dz, x, x, x], [[2, 4], [2, 4]], { features: 3 }, /2 outputs for 3 feature inputs/);
+    await expectError('dot_interaction_grad', [dz, x, x, x], [[2, 4], [2, 4], [2, 5]], { features: 3 }, /the output 2 has shape \[2, 5\], expected T's \[2, 4\]/);
+    await expectError('dot_interaction_grad', [input(new Float32Array(4), [2, 2]), x, x, x], [[2, 4], [2, 4], [2, 4]], { features: 3 }, /dZ has shape \[2, 2\], expected \[2, 3\]/);
   });
 });
 

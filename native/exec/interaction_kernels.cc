@@ -1,11 +1,15 @@
 // DLRM's dot interaction without self pairs ("dot_interaction") and its gradient.
-// An example's row of T holds F feature vectors of width D, one after another; output
-// column interactionPairIndex(i, j) is the dot product of vectors i and j, j < i.
+// An example has F feature vectors of width D; output column interactionPairIndex(i, j)
+// is the dot product of vectors i and j, j < i.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "cuda/dense_kernels.h"
+#include "native/core/buffer.h"
 #include "native/core/status.h"
 #include "native/exec/kernel_def.h"
 #include "native/kernels/dense_math.h"
@@ -15,62 +19,141 @@ namespace hb {
 
 namespace {
 
-// F (attrs[0]) after checking it and T's shape [B, F * D]; sets *width to D.
-int64_t featuresOf(const KernelArgs& args, const char* kernel, const Tensor& t, int64_t* width) {
+// F (attrs[0]) after checking it.
+int64_t featuresAttr(const KernelArgs& args, const char* kernel) {
   HB_CHECK(!args.attrs.empty(), args.name, ": kernel ", kernel, " needs attrs[0] (the number of features F)");
   const double f = args.attrs[0];
   HB_CHECK(f == std::floor(f) && f >= 1 && f <= 65536, args.name, ": ", kernel,
            ": attrs[0] (the number of features F) must be an integer in [1, 65536], got ", f);
-  const int64_t features = int64_t(f);
-  HB_CHECK(t.shape.size() == 2 && t.shape[1] % features == 0, args.name, ": ", kernel, ": the input ",
-           t.shapeString(), " should be [batch, F * D] with F = ", features);
-  *width = t.shape[1] / features;
-  return features;
+  return int64_t(f);
+}
+
+// The feature vectors of the kernel's inputs from `first` on: either one [B, F * D] tensor
+// (each example's F vectors side by side) or F tensors of [B, D] (the vectors as the
+// lookups and the bottom MLP made them: no concatenation). Sets *width to D and *batch to B.
+struct FeatureInputs {
+  std::vector<const float*> feature;
+  int64_t rowStride = 0;
+  bool stacked = false;
+};
+
+FeatureInputs featureInputs(const KernelArgs& args, const char* kernel, size_t first, int64_t features, int64_t* width,
+                            int64_t* batch) {
+  FeatureInputs rows;
+  const size_t given = args.in.size() - first;
+  if (given == 1) {
+    const Tensor& t = args.in[first];
+    HB_CHECK(t.shape.size() == 2 && t.shape[1] % features == 0, args.name, ": ", kernel, ": the input ",
+             t.shapeString(), " should be [batch, F * D] with F = ", features);
+    *width = t.shape[1] / features;
+    *batch = t.shape[0];
+    rows.stacked = true;
+    rows.rowStride = t.shape[1];
+    for (int64_t f = 0; f < features; ++f) rows.feature.push_back(t.data<float>() + f * *width);
+    return rows;
+  }
+  HB_CHECK(int64_t(given) == features, args.name, ": ", kernel, ": ", given,
+           " feature inputs, but F (attrs[0]) is ", features, " (give one [batch, F * D] input or F of [batch, D])");
+  const Tensor& x0 = args.in[first];
+  HB_CHECK(x0.shape.size() == 2, args.name, ": ", kernel, ": feature input 0 should be [batch, D], got ", x0.shapeString());
+  for (size_t f = 0; f < given; ++f) {
+    const Tensor& x = args.in[first + f];
+    HB_CHECK(x.shape == x0.shape, args.name, ": ", kernel, ": feature input ", f, " has shape ", x.shapeString(),
+             ", but feature input 0 has ", x0.shapeString(), " (every feature vector has the same width)");
+    rows.feature.push_back(x.data<float>());
+  }
+  *width = x0.shape[1];
+  *batch = x0.shape[0];
+  rows.rowStride = *width;
+  return rows;
+}
+
+// A device copy of the F vectors side by side ([B, F * D]), for the CUDA kernels, which
+// read one such tensor.
+std::shared_ptr<Buffer> stackOnDevice(Device device, const FeatureInputs& rows, int64_t batch, int64_t width) {
+  const int64_t features = int64_t(rows.feature.size());
+  auto stacked = Buffer::allocate(device, std::max<size_t>(1, size_t(batch * features * width) * sizeof(float)));
+  float* out = static_cast<float*>(stacked->data());
+  for (int64_t f = 0; f < features; ++f) {
+    cuda::copyRows(device.index, rows.feature[size_t(f)], rows.rowStride, out + f * width, features * width, batch, width);
+  }
+  return stacked;
 }
 
 void dotInteractionKernel(KernelArgs& args) {
-  checkArity(args, 1, 1, "dot_interaction");
+  HB_CHECK(!args.in.empty() && args.out.size() == 1, args.name,
+           ": kernel dot_interaction takes 1 or more inputs and 1 output, got ", args.in.size(), " and ", args.out.size());
   checkFloat32(args, "dot_interaction");
-  const Tensor& t = args.in[0];
-  const Tensor& z = args.out[0];
+  const int64_t features = featuresAttr(args, "dot_interaction");
   int64_t width = 0;
-  const int64_t features = featuresOf(args, "dot_interaction", t, &width);
+  int64_t batch = 0;
+  const FeatureInputs rows = featureInputs(args, "dot_interaction", 0, features, &width, &batch);
+  const Tensor& z = args.out[0];
   const int64_t pairs = interactionPairCount(features);
-  const int64_t batch = t.shape[0];
   HB_CHECK(z.shape.size() == 2 && z.shape[0] == batch && z.shape[1] == pairs, args.name,
            ": dot_interaction: the output has shape ", z.shapeString(), ", expected [", batch, ", ", pairs, "]");
   const Device device = kernelDevice(args, "dot_interaction");
-  if (device.isCuda()) return cuda::dotInteraction(device.index, t.data<float>(), z.data<float>(), batch, features, width);
-  dotInteractionCpu(t.data<float>(), z.data<float>(), batch, features, width);
+  if (device.isCuda()) {
+    if (rows.stacked) return cuda::dotInteraction(device.index, args.in[0].data<float>(), z.data<float>(), batch, features, width);
+    auto stacked = stackOnDevice(device, rows, batch, width);
+    return cuda::dotInteraction(device.index, static_cast<const float*>(stacked->data()), z.data<float>(), batch, features,
+                                width);
+  }
+  dotInteractionCpu(InteractionRows{rows.feature.data(), rows.rowStride}, z.data<float>(), batch, features, width);
 }
 
 void dotInteractionGradKernel(KernelArgs& args) {
-  checkArity(args, 2, 1, "dot_interaction_grad");
+  HB_CHECK(args.in.size() >= 2 && !args.out.empty(), args.name,
+           ": kernel dot_interaction_grad takes dZ and 1 or more inputs, and 1 or more outputs, got ", args.in.size(),
+           " and ", args.out.size());
   checkFloat32(args, "dot_interaction_grad");
-  const Tensor& dz = args.in[0];
-  const Tensor& t = args.in[1];
-  const Tensor& dt = args.out[0];
+  const int64_t features = featuresAttr(args, "dot_interaction_grad");
   int64_t width = 0;
-  const int64_t features = featuresOf(args, "dot_interaction_grad", t, &width);
+  int64_t batch = 0;
+  const FeatureInputs rows = featureInputs(args, "dot_interaction_grad", 1, features, &width, &batch);
+  const Tensor& dz = args.in[0];
   const int64_t pairs = interactionPairCount(features);
-  const int64_t batch = t.shape[0];
   HB_CHECK(dz.shape.size() == 2 && dz.shape[0] == batch && dz.shape[1] == pairs, args.name,
            ": dot_interaction_grad: dZ has shape ", dz.shapeString(), ", expected [", batch, ", ", pairs, "]");
-  HB_CHECK(dt.shape == t.shape, args.name, ": dot_interaction_grad: the output has shape ", dt.shapeString(),
-           ", expected T's ", t.shapeString());
+  HB_CHECK(args.out.size() == args.in.size() - 1, args.name, ": dot_interaction_grad: ", args.out.size(),
+           " outputs for ", args.in.size() - 1, " feature inputs (one gradient per input)");
+  for (size_t k = 0; k < args.out.size(); ++k) {
+    HB_CHECK(args.out[k].shape == args.in[k + 1].shape, args.name, ": dot_interaction_grad: the output",
+             rows.stacked ? "" : (" " + std::to_string(k)), " has shape ", args.out[k].shapeString(), ", expected T's ",
+             args.in[k + 1].shapeString());
+  }
+  std::vector<float*> out;
+  for (int64_t f = 0; f < features; ++f) {
+    out.push_back(rows.stacked ? args.out[0].data<float>() + f * width : args.out[size_t(f)].data<float>());
+  }
   const Device device = kernelDevice(args, "dot_interaction_grad");
   if (device.isCuda()) {
-    return cuda::dotInteractionGrad(device.index, dz.data<float>(), t.data<float>(), dt.data<float>(), batch, features,
-                                    width);
+    if (rows.stacked) {
+      return cuda::dotInteractionGrad(device.index, dz.data<float>(), args.in[1].data<float>(), args.out[0].data<float>(),
+                                      batch, features, width);
+    }
+    auto stacked = stackOnDevice(device, rows, batch, width);
+    auto grads = Buffer::allocate(device, stacked->bytes());
+    float* dt = static_cast<float*>(grads->data());
+    cuda::dotInteractionGrad(device.index, dz.data<float>(), static_cast<const float*>(stacked->data()), dt, batch,
+                             features, width);
+    for (int64_t f = 0; f < features; ++f) {
+      cuda::copyRows(device.index, dt + f * width, features * width, out[size_t(f)], width, batch, width);
+    }
+    return;
   }
-  dotInteractionGradCpu(dz.data<float>(), t.data<float>(), dt.data<float>(), batch, features, width);
+  dotInteractionGradCpu(dz.data<float>(), InteractionRows{rows.feature.data(), rows.rowStride},
+                        InteractionGradRows{out.data(), rows.rowStride}, batch, features, width);
 }
 
 }  // namespace
 
+// "dot_interaction" / "dot_interaction_grad": the F feature vectors come as one [B, F * D]
+// input or as F inputs of [B, D] (and the gradient as one output or F).
 HB_REGISTER_KERNEL(KernelDef("dot_interaction", dotInteractionKernel, KernelPlacement::Device)
-                       .input("x", f32()).output("out", f32()).integer("features"));
+                       .input("x", f32()).repeatInputs(0).output("out", f32()).integer("features"));
 HB_REGISTER_KERNEL(KernelDef("dot_interaction_grad", dotInteractionGradKernel, KernelPlacement::Device)
-                       .input("dy", f32()).input("x", f32()).output("dx", f32()).integer("features"));
+                       .input("dy", f32()).input("x", f32()).repeatInputs(1).output("dx", f32()).repeatOutputs(0)
+                       .integer("features"));
 
 }  // namespace hb

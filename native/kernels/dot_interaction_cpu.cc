@@ -1,6 +1,8 @@
 #include "native/kernels/dot_interaction_cpu.h"
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "native/core/thread_pool.h"
@@ -44,7 +46,7 @@ VectorUnit vectorUnit() {
 
 }  // namespace
 
-void dotInteractionCpu(const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
+void dotInteractionCpu(InteractionRows t, float* z, int64_t batch, int64_t features, int64_t width) {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (vectorUnit()) {
     case VectorUnit::Avx512: return avx512::interaction(t, z, batch, features, width);
@@ -66,7 +68,8 @@ const char* dotInteractionIsaName() {
   return "portable";
 }
 
-void dotInteractionGradCpu(const float* dz, const float* t, float* dt, int64_t batch, int64_t features, int64_t width) {
+void dotInteractionGradCpu(const float* dz, InteractionRows t, InteractionGradRows dt, int64_t batch, int64_t features,
+                           int64_t width) {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (vectorUnit()) {
     case VectorUnit::Avx512: return avx512::interactionGrad(dz, t, dt, batch, features, width);

@@ -9,10 +9,24 @@
 
 namespace hb {
 
-// z[b, interactionPairIndex(i, j)] = t[b, i, :] . t[b, j, :] for j < i; t is [batch, F * D].
-void dotInteractionCpu(const float* t, float* z, int64_t batch, int64_t features, int64_t width);
+// Where each example's F feature vectors (D floats each) are: vector f of example b is
+// at feature[f] + b * rowStride. One [batch, F * D] tensor t is {t + f * D}, stride F * D;
+// F tensors x_f of [batch, D] are {x_f}, stride D (no concatenation needed).
+struct InteractionRows {
+  const float* const* feature;
+  int64_t rowStride;
+};
+// The same for the gradient's outputs.
+struct InteractionGradRows {
+  float* const* feature;
+  int64_t rowStride;
+};
+
+// z[b, interactionPairIndex(i, j)] = t[b, i, :] . t[b, j, :] for j < i.
+void dotInteractionCpu(InteractionRows t, float* z, int64_t batch, int64_t features, int64_t width);
 // dt[b, i, :] = sum over j != i (ascending) of dz[b, pair(i, j)] * t[b, j, :].
-void dotInteractionGradCpu(const float* dz, const float* t, float* dt, int64_t batch, int64_t features, int64_t width);
+void dotInteractionGradCpu(const float* dz, InteractionRows t, InteractionGradRows dt, int64_t batch, int64_t features,
+                           int64_t width);
 
 // The vector code both run: "avx512", "avx2" or "portable".
 const char* dotInteractionIsaName();

@@ -1,22 +1,26 @@
 // DLRM's dot interaction: pairwise dot products of the feature vectors of each example.
 import { shapeString, SymbolicTensor } from '../graph';
-import { applyOp, defineOp } from '../op_registry';
+import { applyOp, applyOpOutputs, defineOp } from '../op_registry';
 import { concat } from './array';
 
+// The F feature vectors go to the kernel as F inputs of [batch, d], as the bottom MLP and
+// the lookups made them: no [batch, F * d] concatenation forward and no split of its
+// gradient backward (in a DLRM step those two were 28 MB written and read each way).
 const dotInteractionDef = defineOp({
   name: 'dot_interaction',
   kernel: 'dot_interaction',
-  shape: ([x], attrs) => {
+  shape: (inputs, attrs) => {
     const f = attrs.features as number;
-    return [x.shape[0], (f * (f - 1)) / 2];
+    return [inputs[0].shape[0], (f * (f - 1)) / 2];
   },
-  grad: (node, dy) => [applyOp(dotInteractionGradDef, [dy, node.inputs[0]], { features: node.attrs.features })],
+  grad: (node, dy) => [...applyOpOutputs(dotInteractionGradDef, [dy, ...node.inputs], { features: node.attrs.features }, `${node.name}/grad`)],
 });
 
+// One gradient per feature input.
 const dotInteractionGradDef = defineOp({
   name: 'dot_interaction_grad',
   kernel: 'dot_interaction_grad',
-  shape: (inputs) => inputs[1].shape,
+  outputs: (inputs) => inputs.slice(1).map((x) => ({ shape: x.shape, dtype: 'float32' as const })),
 });
 
 /**
@@ -34,7 +38,6 @@ export function dotInteraction(bottomMlpOut: SymbolicTensor, embeddings: Symboli
       throw t instanceof SymbolicTensor ? new Error(message) : new TypeError(message);
     }
   });
-  const stacked = concat([bottomMlpOut, ...embeddings], 1);
-  const pairs = applyOp(dotInteractionDef, [stacked], { features: embeddings.length + 1 });
+  const pairs = applyOp(dotInteractionDef, [bottomMlpOut, ...embeddings], { features: embeddings.length + 1 });
   return concat([bottomMlpOut, pairs], 1);
 }
