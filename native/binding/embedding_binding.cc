@@ -13,10 +13,11 @@ namespace binding {
 namespace {
 
 // Lookups gathering up to this many floats (2 MiB of rows: 4096 one-id bags of dim 128)
-// run on the JS thread when the host queue is idle. Measured on a 2-vCPU EPYC VM, 4096
-// one-id bags of dim 64 from a 1M-row table: 69-87 us (median) to the settled promise run
-// here, against 93-136 us queued; from 16384 bags (4 MiB) on, the two were alike, and
-// 20 ids a bag (20 MiB) ran slower here.
+// run on the JS thread when the host queue is idle. Measured on a 2-vCPU EPYC VM, one-id
+// bags from a 1M-row table, median time to the settled promise: 4096 bags of dim 16,
+// 49-50 us here against 111-143 us queued; of dim 64, 69-105 against 93-136 us in one
+// run and alike within the VM's noise in another; of dim 128, alike (~400 us). From
+// 16384 bags (4 MiB) on the two were alike, and 20 ids a bag (20 MiB) ran slower here.
 constexpr int64_t kInlineLookupFloats = int64_t(1) << 19;
 
 // embeddingLookupSparse(table, name, values, rowSplits, weights | null, combiner, maxNorm)
