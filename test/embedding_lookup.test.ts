@@ -145,9 +145,30 @@ describe('hb.nn.embeddingLookupSparse', () => {
     }
   });
 
+  test('a small lookup with nothing queued settles before any turn of the event loop; a large one only on one', async () => {
+    const params = hb.variable(hb.initializers.constant(0.5), { shape: [1000, 16] });
+    await params.read().then((t) => t.dispose());
+    await new Promise((r) => setTimeout(r, 20)); // the host worker has settled its last task
+    const settledWithin = async (lookup: Promise<hb.Tensor>) => {
+      let settled = false;
+      void lookup.then((t) => ((settled = true), t.dispose()));
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+      const early = settled;
+      await lookup;
+      return early;
+    };
+    expect(await settledWithin(hb.nn.embeddingLookupSparse(params, hb.ragged([[0, 999], [5]]), { combiner: 'sum' }))).toBe(true);
+    // 40000 bags of dim 16 hold more than 2^19 floats: the host queue runs it.
+    const bags = 40_000;
+    const large = hb.ragged(new BigInt64Array(bags).fill(3n), Int32Array.from({ length: bags + 1 }, (_, i) => i));
+    expect(await settledWithin(hb.nn.embeddingLookupSparse(params, large))).toBe(false);
+  });
+
   test('small and large lookups reject bad ids with the same Error, never throwing from the call', async () => {
     // The small one settles on the JS thread, the large one on the host queue.
     const params = hb.variable(hb.initializers.ones(), { shape: [100, 8], name: 'bad_ids_table' });
+    await params.read().then((t) => t.dispose());
+    await new Promise((r) => setTimeout(r, 20)); // the host worker has settled its last task
     for (const bags of [2, 70_000]) {
       const values = new BigInt64Array(bags).fill(3n);
       values[bags - 1] = 100n;

@@ -104,6 +104,12 @@ describe('graph errors name the op', () => {
     const b = graph.variableTensor(hb.variable(new Float32Array(3), { shape: [3] }));
     expect(() => m.add(x, b, 'bias_add')).toThrow(/bias_add: shapes \[batch, 4\] and \[3\] do not broadcast/);
   });
+  test('dot interaction inputs that differ in the batch dimension', () => {
+    const graph = new Graph(new VariableStore(), 'train', 'cpu');
+    const x = placeholder(graph, { name: 'x', dtype: 'float32', shape: [-1, 4], build: () => new Float32Array() });
+    const fixed = graph.variableTensor(hb.variable(new Float32Array(8), { shape: [2, 4] }));
+    expect(() => hb.layers.dotInteraction(x, [x, fixed])).toThrow(/dot_interaction: every input must be \[batch, 4\] like the bottom MLP's output; input 2 is \[2, 4\]/);
+  });
   test('ops outside a modelFn', () => {
     expect(() => hb.layers.dense(undefined as never, 3)).toThrow(/symbolic tensor/);
   });

@@ -144,7 +144,11 @@ Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task) {
   return pending.deferred.Promise();
 }
 
-bool hostQueueIdleFor(Device device) { return !device.isCuda() && deviceIsIdle(device); }
+bool canSettleNow(Napi::Env env, Device device) {
+  // A task whose work is done may still wait for its turn on the JS thread: settling a
+  // later call now would resolve them out of call order.
+  return !device.isCuda() && addonState(env).completions->pending == 0 && deviceIsIdle(device);
+}
 
 Napi::Promise scheduleOnQueue(Napi::Env env, const std::string& queue, Device device, std::unique_ptr<AsyncTask> task) {
   return scheduleWith(env, std::move(task),

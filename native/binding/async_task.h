@@ -35,11 +35,14 @@ Napi::Promise scheduleOnQueue(Napi::Env env, const std::string& queue, Device de
 
 // Runs the task here, on the JS thread, and returns its promise already settled: for host
 // work so small that schedule()'s two thread hops (to the executor and back) would cost
-// more than it does. Only where hostQueueIdleFor(device) holds, so the work still comes
-// after everything queued before it; the caller bounds the work (the JS thread waits).
+// more than it does. Only where canSettleNow(env, device) holds, so the work comes after
+// everything queued before it and the promise settles after every earlier one of this
+// environment. The caller bounds the work: the JS thread waits for it, and for a parallel
+// loop another queue (a checkpoint's "io") may be running on the pool.
 Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task);
-// True when `device` is the host and nothing is queued or running on its executor.
-bool hostQueueIdleFor(Device device);
+// True when `device` is the host, nothing is queued or running on its executor, and no
+// task of this environment is still waiting to settle.
+bool canSettleNow(Napi::Env env, Device device);
 
 // A task made of two callables; state they share lives in their captures.
 template <typename Run, typename Resolve>

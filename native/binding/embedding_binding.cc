@@ -12,8 +12,9 @@ namespace binding {
 
 namespace {
 
-// Lookups gathering up to this many floats (2 MiB of rows: 4096 one-id bags of dim 128)
-// run on the JS thread when the host queue is idle. Measured on a 2-vCPU EPYC VM, one-id
+// Lookups whose rows gathered and output together hold up to this many floats (4096
+// one-id bags of dim 64: 1 MiB gathered, 1 MiB out; empty bags count too) run on the JS
+// thread when the host queue is idle. Measured on a 2-vCPU EPYC VM, one-id
 // bags from a 1M-row table, median time to the settled promise: 4096 bags of dim 16,
 // 49-50 us here against 111-143 us queued; of dim 64, 69-105 against 93-136 us in one
 // run and alike within the VM's noise in another; of dim 128, alike (~400 us). From
@@ -32,7 +33,8 @@ Napi::Value embeddingLookupSparse(const Napi::CallbackInfo& info) {
                        [request, out](Napi::Env env) -> Napi::Value { return TensorHandle::wrap(env, *out); });
   // A small lookup on an idle host queue runs here: the hops to the executor and back
   // cost more than its work (see kInlineLookupFloats).
-  if (request.ids.size() * request.table.shape[1] <= kInlineLookupFloats && hostQueueIdleFor(device)) {
+  const int64_t batch = request.rowSplits.size() - 1;
+  if ((request.ids.size() + batch) * request.table.shape[1] <= kInlineLookupFloats && canSettleNow(env, device)) {
     return settleNow(env, std::move(task));
   }
   return schedule(env, device, std::move(task));

@@ -28,15 +28,17 @@ int64_t featuresAttr(const KernelArgs& args, const char* kernel) {
   return int64_t(f);
 }
 
-// The feature vectors of the kernel's inputs from `first` on: either one [B, F * D] tensor
-// (each example's F vectors side by side) or F tensors of [B, D] (the vectors as the
-// lookups and the bottom MLP made them: no concatenation). Sets *width to D and *batch to B.
+// Where the F vectors of each example are (see InteractionRows), and whether they came as
+// one stacked tensor.
 struct FeatureInputs {
   std::vector<const float*> feature;
   int64_t rowStride = 0;
   bool stacked = false;
 };
 
+// The feature vectors of the kernel's inputs from `first` on: either one [B, F * D] tensor
+// (each example's F vectors side by side) or F tensors of [B, D] (the vectors as the
+// lookups and the bottom MLP made them: no concatenation). Sets *width to D and *batch to B.
 FeatureInputs featureInputs(const KernelArgs& args, const char* kernel, size_t first, int64_t features, int64_t* width,
                             int64_t* batch) {
   FeatureInputs rows;

@@ -18,8 +18,7 @@ inline void interactionBlock(InteractionRows t, float* z, int64_t first, int64_t
   // block[e * kBlock + lane] = element e of example first + lane's F * D values (feature
   // e / D, position e % D); absent lanes hold zeros.
   // Feature by feature: the block's rows of one input are one run of memory (F inputs
-  // read side by side would be 2F streams, and F rows at the same page offset compete for
-  // the same L1 sets).
+  // read example by example would be F streams at once).
   for (int64_t f = 0; f < features; ++f) {
     for (int64_t lane = 0; lane < count; ++lane) {
       const float* row = t.feature[f] + (first + lane) * t.rowStride;

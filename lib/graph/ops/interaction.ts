@@ -33,8 +33,9 @@ export function dotInteraction(bottomMlpOut: SymbolicTensor, embeddings: Symboli
   if (embeddings.length === 0) throw new Error(`${name}: embeddings must be a non-empty array`);
   const d = bottomMlpOut.shape[1];
   [bottomMlpOut, ...embeddings].forEach((t, i) => {
-    if (!(t instanceof SymbolicTensor) || t.rank !== 2 || t.shape[1] !== d) {
-      const message = `${name}: every input must be [batch, ${d}] like the bottom MLP's output; input ${i} is ${t instanceof SymbolicTensor ? shapeString(t.shape) : String(t)}`;
+    // Checked here since no concat checks the batch dimension any more.
+    if (!(t instanceof SymbolicTensor) || t.rank !== 2 || t.shape[1] !== d || t.shape[0] !== bottomMlpOut.shape[0]) {
+      const message = `${name}: every input must be ${shapeString(bottomMlpOut.shape)} like the bottom MLP's output; input ${i} is ${t instanceof SymbolicTensor ? shapeString(t.shape) : String(t)}`;
       throw t instanceof SymbolicTensor ? new Error(message) : new TypeError(message);
     }
   });
