@@ -12,13 +12,13 @@ namespace binding {
 
 namespace {
 
-// Lookups whose rows gathered and output together hold up to this many floats (4096
+// Lookups whose gathered rows and output together hold up to this many floats (4096
 // one-id bags of dim 64: 1 MiB gathered, 1 MiB out; empty bags count too) run on the JS
-// thread when the host queue is idle. Measured on a 2-vCPU EPYC VM, one-id
-// bags from a 1M-row table, median time to the settled promise: 4096 bags of dim 16,
-// 49-50 us here against 111-143 us queued; of dim 64, 69-105 against 93-136 us in one
-// run and alike within the VM's noise in another; of dim 128, alike (~400 us). From
-// 16384 bags (4 MiB) on the two were alike, and 20 ids a bag (20 MiB) ran slower here.
+// thread when the host queue is idle. Measured on a 2-vCPU EPYC VM, one-id bags from a
+// 1M-row table, median time to the settled promise: 4096 bags of dim 16, 49-50 us here
+// against 111-143 us queued; of dim 64, 69-105 against 93-136 us in one run and alike
+// within the VM's noise in another; of dim 128, alike (~400 us). From 16384 bags on the
+// two were alike, and 20 ids a bag ran slower here.
 constexpr int64_t kInlineLookupFloats = int64_t(1) << 19;
 
 // embeddingLookupSparse(table, name, values, rowSplits, weights | null, combiner, maxNorm)

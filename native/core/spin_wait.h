@@ -28,11 +28,12 @@ inline void cpuRelax() {
 
 // Polls ready() for up to `spin`; true once it holds. Between rounds of 64 polls the
 // thread offers its core to any other runnable thread (sched_yield: one system call, well
-// under a microsecond when no other thread is waiting). A completed task wakes the JS thread while the executor and the pool's helpers
-// poll for the next one: on a machine with no more cores than pollers, a poller that never
-// yields keeps the JS thread waiting for the scheduler to preempt it. Measured on a 2-vCPU
-// EPYC VM: an eager lookup of 4096 ids (dim 64) settled in 200-290 us (median) without the
-// yield, 93-136 us with it; training steps ran at the same speed either way.
+// under a microsecond when no other thread is waiting). A completed task wakes the JS
+// thread while the executor and the pool's helpers poll for the next one: on a machine
+// with no more cores than pollers, a poller that never yields keeps the JS thread waiting
+// for the scheduler to preempt it. Measured on a 2-vCPU EPYC VM: an eager lookup of 4096
+// ids (dim 64) settled in 200-290 us (median) without the yield, 93-136 us with it;
+// training steps ran at the same speed either way.
 template <typename Ready>
 bool pollFor(std::chrono::microseconds spin, Ready ready) {
   if (spin.count() == 0) return ready();
