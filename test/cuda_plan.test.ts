@@ -160,6 +160,24 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
     }
   });
 
+  test("a dense layer's fused bias_activation and activation_grad_bias: the CPU's bits (libm activations: its values)", async () => {
+    const random = randomSource(4);
+    for (const shape of [[4096, 512], [600, 300], [2, 3, 4], [9, 1], [1, 4], [0, 4]]) {
+      const n = shape[shape.length - 1];
+      const x = randomValues(random, size(shape));
+      const bias = randomValues(random, n);
+      const dy = randomValues(random, size(shape));
+      for (const op of ['relu', 'sigmoid', 'tanh']) {
+        const forward = await onBoth('bias_activation', [[x, shape], [bias, [n]]], [shape], { op });
+        if (op === 'relu') expectSameBits(forward.gpu, forward.cpu);
+        else expectClose(forward.gpu, forward.cpu, 2e-6, 1e-7);
+        // The backward from the CPU's forward output, so both read the same y.
+        const backward = await onBoth('activation_grad_bias', [[dy, shape], [forward.cpu[0].values, shape]], [shape, [n]], { op });
+        expectSameBits(backward.gpu, backward.cpu);
+      }
+    }
+  });
+
   test('concat, split_axis and copy move the same values', async () => {
     const random = randomSource(4);
     const parts: Input[] = [[randomValues(random, 64 * 13), [64, 13]], [randomValues(random, 64 * 8 * 26), [64, 208]], [randomValues(random, 64), [64, 1]]];

@@ -443,6 +443,86 @@ describe('broadcast_to', () => {
 });
 
 // ---------------------------------------------------------------------------------------
+// bias_activation and activation_grad_bias: a dense layer's element-wise work fused. Each
+// must give the bits of the kernels it stands for (binary add then unary; unary_grad then
+// reduce_to_shape), which the tests above check against references.
+
+const denseShapes: Array<[string, number[]]> = [
+  ['[7, 5]', [7, 5]],
+  ['[600, 300] (row blocks, rows wider than a column block)', [600, 300]],
+  ['[2, 3, 4] (rank 3)', [2, 3, 4]],
+  ['[1, 4] (one row)', [1, 4]],
+  ['[9, 1] (one column)', [9, 1]],
+  ['[0, 4] (no rows)', [0, 4]],
+  ['[4, 0] (no columns)', [4, 0]],
+];
+
+describe('bias_activation', () => {
+  for (const [label, shape] of denseShapes) {
+    test(`${label}: relu, sigmoid and tanh give binary add then unary, bit for bit`, async () => {
+      const random = randomSource(shape.reduce((a, b) => a + b, 3));
+      const n = shape[shape.length - 1];
+      const x = input(randomValues(random, size(shape)), shape);
+      const bias = input(randomValues(random, n), [n]);
+      const [sum] = await run('binary', [x, bias], [shape], { op: 'add' });
+      for (const op of ['relu', 'sigmoid', 'tanh']) {
+        const [fused] = await run('bias_activation', [x, bias], [shape], { op });
+        expect(fused.shape).toEqual(shape);
+        const expected = await run1('unary', [input(sum.values, shape)], [shape], { op });
+        expectExact(fused.values, expected);
+      }
+    });
+  }
+
+  test('relu of x + b, hand-worked (NaN kept)', async () => {
+    const y = await run1('bias_activation', [input([1, -2, 3, NaN, 0.5, -4], [2, 3]), input([0.5, 1, -3], [3])], [[2, 3]], { op: 'relu' });
+    expectExact(y, [1.5, 0, 0, NaN, 1.5, 0]);
+  });
+
+  test('errors', async () => {
+    const x = input([1, 2, 3, 4, 5, 6], [2, 3]);
+    await expectError('bias_activation', [x, input([1, 2], [2])], [[2, 3]], { op: 'relu' }, /the bias has shape \[2\], expected \[3\] \(x's last dim\)/);
+    await expectError('bias_activation', [x, input([1, 2, 3], [1, 3])], [[2, 3]], { op: 'relu' }, /the bias has shape \[1, 3\], expected \[3\]/);
+    await expectError('bias_activation', [x, input([1, 2, 3], [3])], [[3, 2]], { op: 'relu' }, /x \[2, 3\] and y \[3, 2\] must have one shape/);
+    await expectError('bias_activation', [x, input([1, 2, 3], [3])], [[2, 3]], { op: 'scale' }, /op 'scale' takes a constant/);
+    await expectError('bias_activation', [x], [[2, 3]], { op: 'relu' }, /kernel bias_activation takes 2 inputs, got 1/);
+  });
+});
+
+describe('activation_grad_bias', () => {
+  for (const [label, shape] of denseShapes) {
+    test(`${label}: gives unary_grad then reduce_to_shape, bit for bit`, async () => {
+      const random = randomSource(shape.reduce((a, b) => a + b, 5));
+      const n = shape[shape.length - 1];
+      const dy = input(randomValues(random, size(shape)), shape);
+      for (const op of ['relu', 'sigmoid', 'tanh', 'square']) {
+        // y for relu: zeros where the forward's input was negative.
+        const v = input(randomValues(random, size(shape)).map((x) => (op === 'relu' && x < 0 ? 0 : x)), shape);
+        const [dz, db] = await run('activation_grad_bias', [dy, v], [shape, [n]], { op });
+        expect([dz.shape, db.shape]).toEqual([shape, [n]]);
+        const [unfused] = await run('unary_grad', [dy, v], [shape], { op });
+        expectExact(dz.values, unfused.values);
+        expectExact(db.values, await run1('reduce_to_shape', [input(unfused.values, shape)], [[n]]));
+      }
+    });
+  }
+
+  test('the bias gradient is written whole when a buffer is reused', async () => {
+    const db = input([9, 9, 9], [3]);
+    await run('activation_grad_bias', [input([], [0, 3]), input([], [0, 3])], [[0, 3], db], { op: 'relu' });
+    expectExact((await new hb.Tensor(db).data()) as Float32Array, [0, 0, 0]);
+  });
+
+  test('errors', async () => {
+    const x = input([1, 2, 3, 4, 5, 6], [2, 3]);
+    await expectError('activation_grad_bias', [x, x], [[2, 3], [2]], { op: 'relu' }, /the bias gradient has shape \[2\], expected \[3\] \(dy's last dim\)/);
+    await expectError('activation_grad_bias', [x, input([1, 2, 3], [3])], [[2, 3], [3]], { op: 'relu' }, /dy \[2, 3\], y \[3\] and dz \[2, 3\] must have one shape/);
+    await expectError('activation_grad_bias', [x, x], [[2, 3], [3]], { op: 'neg' }, /op 'neg' has no gradient kernel/);
+    await expectError('activation_grad_bias', [x, x], [[2, 3]], { op: 'relu' }, /kernel activation_grad_bias takes 2 outputs, got 1/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
 // concat, split_axis, copy
 
 function concatReference(parts: Float32Array[], shapes: number[][], axis: number) {

@@ -10,6 +10,7 @@ import { gradients } from '../lib/graph/autodiff';
 import { CompiledStep } from '../lib/graph/compiled_step';
 import { Graph, SymbolicTensor, VariableStore, withGraph } from '../lib/graph/graph';
 import { placeholder } from '../lib/graph/ops/sources';
+import { relu } from '../lib/graph/ops/elementwise';
 import { raggedFeed } from '../lib/graph/ragged_feed';
 import { randomSource } from './support/reference';
 import { pinDevice } from './support/devices';
@@ -124,5 +125,66 @@ describe('crossNetwork', () => {
     const loss = m.reduceSum(m.square(y));
     const names = gradients(loss).map((g) => g.variable.name).sort();
     expect(names).toEqual(['cross/bias_0', 'cross/kernel_0']);
+  });
+});
+
+describe("dense layers: each bias add and activation fused, forward and backward", () => {
+  const init = (seed: number, limit: number) => hb.initializers.randomUniform({ minval: -limit, maxval: limit, seed });
+  const random = randomSource(11);
+  const xs = Float32Array.from({ length: 6 * 5 }, () => random() - 0.5);
+  const batch = { features: { x: hb.tensor(xs, [6, 5]) } };
+
+  async function trainBoth(model: (x: SymbolicTensor) => SymbolicTensor) {
+    const paths = [];
+    for (const fuse of [true, false]) {
+      const graph = new Graph(new VariableStore(), 'train', 'cpu');
+      const x = placeholder(graph, { name: 'x', dtype: 'float32', shape: [-1, 5], build: () => xs });
+      const loss = await withGraph(graph, () => model(x));
+      const trainOp = new hb.train.AdagradOptimizer({ learningRate: 0.2 }).minimize(loss);
+      paths.push({ graph, step: new CompiledStep(graph, [loss], trainOp.nodes, { fuse }) });
+    }
+    const losses: number[][] = [[], []];
+    for (let s = 0; s < 3; s++) {
+      for (const [i, path] of paths.entries()) {
+        const out = await path.step.run(await path.step.prepare(batch));
+        losses[i].push((out.outputs[0] as Float32Array)[0]);
+      }
+    }
+    // The same bits: every loss and every variable after the updates.
+    expect(losses[0]).toEqual(losses[1]);
+    expect(losses[0][2]).toBeLessThan(losses[0][0]);
+    for (const [name, v] of paths[0].graph.store.variables) {
+      const other = paths[1].graph.store.variables.get(name) as hb.Variable;
+      const a = (await v.data()) as Float32Array;
+      const b = (await other.data()) as Float32Array;
+      expect(Buffer.from(a.buffer).equals(Buffer.from(b.buffer))).toBe(true);
+    }
+    return paths[0].step;
+  }
+
+  test('relu, tanh and sigmoid layers (one wider than a column block) train bit for bit as unfused', async () => {
+    const step = await trainBoth((x) => {
+      let h = hb.layers.dense(x, 7, { activation: 'relu', kernelInitializer: init(1, 1), biasInitializer: init(2, 0.5), name: 'l1' });
+      h = hb.layers.dense(h, 300, { activation: 'tanh', kernelInitializer: init(3, 0.3), biasInitializer: init(4, 0.5), name: 'l2' });
+      h = hb.layers.dense(h, 3, { activation: 'sigmoid', kernelInitializer: init(5, 0.1), biasInitializer: init(6, 0.5), name: 'l3' });
+      h = hb.layers.dense(h, 1, { kernelInitializer: init(7, 1), name: 'out' });
+      return m.reduceMean(m.square(m.addConstant(h, -0.5)));
+    });
+    const fused = step.compiled.fused;
+    expect(fused.filter((f) => f.startsWith('bias_'))).toEqual(['bias_relu: relu', 'bias_tanh: tanh', 'bias_sigmoid: sigmoid']);
+    expect(fused.filter((f) => f.startsWith('activation_grad_bias: '))).toHaveLength(4); // three layers, and the loss's square with the output's bias
+    const kernels = step.compiled.spec.steps.map((s) => s.kernel);
+    expect(kernels.filter((k) => k === 'bias_activation')).toHaveLength(3);
+    expect(kernels).not.toContain('unary_grad');
+  });
+
+  test('a sum read elsewhere too keeps its add and activation (nothing computed twice)', async () => {
+    const step = await trainBoth((x) => {
+      const w = hb.layers.dense(x, 4, { kernelInitializer: init(8, 1), biasInitializer: init(9, 0.5), name: 'pre' });
+      return m.add(m.reduceMean(m.square(relu(w))), m.reduceMean(w));
+    });
+    // Nor does the backward fuse: the sum's gradient adds up two paths before its bias's.
+    expect(step.compiled.fused).toEqual([]);
+    expect(step.compiled.spec.steps.map((s) => s.kernel)).toEqual(expect.arrayContaining(['binary', 'unary']));
   });
 });

@@ -8,6 +8,7 @@ import { Tensor } from '../tensor/tensor';
 import { applyFusions, reachable } from './fusion';
 import './fusions/embedding_lookup';
 import './fusions/lookup_backward_apply';
+import './fusions/dense_activation';
 import { DYNAMIC, Feed, Graph, Node, SymbolicTensor } from './graph';
 import { kernelDef, kernelTensorAt } from './kernels';
 import { LowerContext } from './lower_context';

@@ -1,6 +1,7 @@
 // Fusion: after autodiff, before lowering, the compiler replaces chains of ops with one
 // op whose kernel does their work in a single pass (the lookup chain with the fused
-// embedding_lookup, a table's backward chain and update with lookup_backward_apply).
+// embedding_lookup, a table's backward chain and update with lookup_backward_apply, a
+// dense layer's bias add and activation, and their gradients).
 // Each rule (lib/graph/fusions/) looks at nodes of one op, its root, and returns a new
 // node that stands for the root's outputs (or replaces it as an effect), or undefined
 // when the pattern does not match. Nodes the rewrite leaves unread are dropped. A
@@ -14,6 +15,17 @@ export interface FusionContext {
   resolve(t: SymbolicTensor): SymbolicTensor;
   /** The node computing `t` (after resolve). */
   producer(t: SymbolicTensor): Node;
+  /**
+   * The nodes that read `t` (after resolve), among those the graph still holds. May list a
+   * node that nothing reads any more: a rule that needs `t` to have no other reader then
+   * leaves it unfused, which is only a missed fusion.
+   */
+  readers(t: SymbolicTensor): Node[];
+  /**
+   * Has the fused node also stand for `t`, an output of another node the rule absorbs
+   * (taken only if the fusion is): that node's other readers then read `by`.
+   */
+  replace(t: SymbolicTensor, by: SymbolicTensor): void;
 }
 
 export interface FusionRule {
@@ -69,18 +81,39 @@ export function applyFusions(graph: Graph, fetches: readonly SymbolicTensor[], e
     return r;
   };
   const position = (node: Node): number => positions.get(node) ?? node.id;
-  const ctx: FusionContext = { graph, resolve, producer: (t) => resolve(t).node };
   let current = [...effects];
   const applied: string[] = [];
   const candidates = reachable([...fetches.map((t) => t.node), ...effects], resolve).sort((a, b) => a.id - b.id);
+  // Nodes that may still read something: the candidates and the fused nodes, less those
+  // whose outputs now stand elsewhere.
+  const live = new Set(candidates);
+  let pending: Array<[SymbolicTensor, SymbolicTensor]> = [];
+  const ctx: FusionContext = {
+    graph,
+    resolve,
+    producer: (t) => resolve(t).node,
+    readers: (t) => {
+      const r = resolve(t);
+      return [...live].filter((n) => n.inputs.some((input) => resolve(input) === r));
+    },
+    replace: (t, by) => void pending.push([resolve(t), by]),
+  };
   // The collective check walks the graph for each match: only worth it where there is one.
   const hasCollective = candidates.some((n) => Boolean(opDef(n.op).collective));
   for (const node of candidates) {
+    if (!live.has(node)) continue;
     for (const rule of rules) {
       if (rule.root !== node.op) continue;
+      pending = [];
       const fused = graph.inPhase(node.phase, () => rule.fuse(node, ctx)); // a fused node is in its root's phase
-      if (!fused || (hasCollective && absorbsCollective(node, fused, resolve))) continue;
+      const absorbed = [node, ...pending.map(([t]) => t.node)];
+      if (!fused || (hasCollective && absorbed.some((n) => absorbsCollective(n, fused, resolve)))) continue;
       node.outputs.forEach((t, i) => substitute.set(t, fused.outputs[i]));
+      for (const [t, by] of pending) substitute.set(t, by);
+      for (const n of absorbed) {
+        if (n.outputs.every((t) => substitute.has(t))) live.delete(n);
+      }
+      live.add(fused);
       current = current.map((e) => (e === node ? fused : e));
       positions.set(fused, position(node));
       applied.push(`${rule.name}: ${node.name}`);

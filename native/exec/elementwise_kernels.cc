@@ -1,4 +1,5 @@
-// Element-wise kernels: "binary" (NumPy broadcasting), "unary" and "unary_grad". The
+// Element-wise kernels: "binary" (NumPy broadcasting), "unary", "unary_grad", and
+// "bias_activation" (a dense layer's bias add and activation in one pass). The
 // math per element is native/kernels/dense_math.h's; this file picks the loop shape.
 #include <algorithm>
 #include <iterator>
@@ -250,6 +251,45 @@ void unaryKernel(KernelArgs& args) {
   });
 }
 
+// A dense layer's y = op(x + bias) in one pass (bias [N] along x's last dim): the same
+// bits as binary add then unary op, without writing x + bias out and reading it back.
+void biasActivationKernel(KernelArgs& args) {
+  checkArity(args, 2, 1, "bias_activation");
+  checkFloat32(args, "bias_activation");
+  const int32_t op = opAttr(args, "bias_activation", kUnaryOpCount);
+  HB_CHECK(UnaryOp(op) != UnaryOp::Scale && UnaryOp(op) != UnaryOp::AddConstant, args.name,
+           ": bias_activation: op '", kUnaryOpNames[op], "' takes a constant; use unary");
+  const Tensor& x = args.in[0];
+  const Tensor& bias = args.in[1];
+  const Tensor& y = args.out[0];
+  HB_CHECK(!x.shape.empty() && y.shape == x.shape, args.name, ": bias_activation: x ", x.shapeString(),
+           " and y ", y.shapeString(), " must have one shape, of rank >= 1");
+  const int64_t cols = x.shape.back();
+  HB_CHECK(bias.shape == std::vector<int64_t>{cols}, args.name, ": bias_activation: the bias has shape ",
+           bias.shapeString(), ", expected [", cols, "] (x's last dim)");
+  if (y.size() == 0) return;
+  const int64_t rows = y.size() / cols;
+  const Device device = kernelDevice(args, "bias_activation");
+  if (device.isCuda()) {
+    cuda::binary(device.index, int32_t(BinaryOp::Add), x.data<float>(), bias.data<float>(), y.data<float>(), y.size(),
+                 deviceIndex(BinaryLoop::RowB, x, bias, y.shape));
+    return cuda::unary(device.index, op, 0.0f, y.data<float>(), y.data<float>(), y.size());
+  }
+  const float* px = x.data<float>();
+  const float* pb = bias.data<float>();
+  float* py = y.data<float>();
+  withUnaryOp(op, [&](auto tag) {
+    constexpr UnaryOp Op = decltype(tag)::value;
+    parallelFor(rows, std::max<int64_t>(1, kGrain / cols), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* rx = px + r * cols;
+        float* ry = py + r * cols;
+        for (int64_t c = 0; c < cols; ++c) ry[c] = unaryOf<Op>(binaryOf<BinaryOp::Add>(rx[c], pb[c]), 0.0f);
+      }
+    });
+  });
+}
+
 // in[1] is the forward op's output y, or its input x for log and square.
 void unaryGradKernel(KernelArgs& args) {
   checkArity(args, 2, 1, "unary_grad");
@@ -283,6 +323,9 @@ HB_REGISTER_KERNEL(KernelDef("binary", binaryKernel, KernelPlacement::Device)
 HB_REGISTER_KERNEL(KernelDef("unary", unaryKernel, KernelPlacement::Device)
                        .input("x", f32()).output("y", f32())
                        .enumeration("op", unaryOpNames()).number("c", std::nan("")));
+HB_REGISTER_KERNEL(KernelDef("bias_activation", biasActivationKernel, KernelPlacement::Device)
+                       .input("x", f32()).input("bias", f32()).output("y", f32())
+                       .enumeration("op", unaryOpNames()));
 // in[1] is the forward op's output y, or its input x for log and square.
 HB_REGISTER_KERNEL(KernelDef("unary_grad", unaryGradKernel, KernelPlacement::Device)
                        .input("dy", f32()).input("yOrX", f32()).output("dx", f32())

@@ -3,6 +3,7 @@
 // here and one line below.
 import './sources';
 import './elementwise';
+import './dense_activation';
 import './array';
 import './linalg';
 import './losses';

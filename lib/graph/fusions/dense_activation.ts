@@ -1,0 +1,60 @@
+// A dense layer's element-wise work in one pass each way (lib/layers' dense builds
+// act(matmul(x, W) + b)): the bias add and its activation become bias_activation, and in
+// the backward the activation's gradient and the bias's gradient (its sum over the batch)
+// become activation_grad_bias. Same bits as the unfused kernels; the sum x W + b is never
+// written out, and the bias's gradient is summed while the gradient rows are in cache.
+import '../ops/dense_activation';
+import { defineFusion, FusionContext } from '../fusion';
+import { DYNAMIC, SymbolicTensor } from '../graph';
+import { sameShape } from '../ops/shapes';
+
+// The activations whose gradient reads their output, not the sum: once fused, nothing
+// else needs x W + b.
+const ACTIVATIONS = ['relu', 'sigmoid', 'tanh'];
+
+/** [full, bias] when `t` is full + bias (either order) with bias [N] along full's last dim. */
+function biasAdd(t: SymbolicTensor, ctx: FusionContext): [SymbolicTensor, SymbolicTensor] | undefined {
+  const add = ctx.producer(t);
+  if (add.op !== 'add') return undefined;
+  const [a, b] = add.inputs.map((x) => ctx.resolve(x));
+  for (const [full, bias] of [[a, b], [b, a]]) {
+    const n = full.shape[full.rank - 1];
+    if (full.rank >= 1 && n !== DYNAMIC && sameShape(full.shape, t.shape) && bias.rank === 1 && bias.shape[0] === n &&
+        full.dtype === 'float32' && bias.dtype === 'float32') {
+      return [full, bias];
+    }
+  }
+  return undefined;
+}
+
+for (const activation of ACTIVATIONS) {
+  defineFusion({
+    name: `bias_${activation}`,
+    root: activation,
+    fuse(node, ctx) {
+      const sum = ctx.resolve(node.inputs[0]);
+      const operands = biasAdd(sum, ctx);
+      // A sum read elsewhere too would be computed twice.
+      if (!operands || ctx.readers(sum).length !== 1) return undefined;
+      return ctx.graph.addNode('bias_activation', operands, { op: activation }, [{ shape: node.output!.shape, dtype: 'float32' }], node.name);
+    },
+  });
+}
+
+defineFusion({
+  name: 'activation_grad_bias',
+  root: 'unary_grad',
+  fuse(node, ctx) {
+    const dz = node.output!;
+    const n = dz.shape[dz.rank - 1];
+    if (dz.rank < 1 || n === DYNAMIC || dz.dtype !== 'float32') return undefined;
+    // The bias's gradient: dz summed to [N] (reduce_to_shape from the add's gradient).
+    const sum = ctx.readers(dz).find((r) =>
+      r.op === 'reduce_to_shape' && ctx.resolve(r.inputs[0]) === dz && r.attrs.scale === 1 && sameShape(r.output!.shape, [n]));
+    if (!sum) return undefined;
+    const fused = ctx.graph.addNode('activation_grad_bias', node.inputs.map((t) => ctx.resolve(t)), { op: node.attrs.op },
+      [{ shape: dz.shape, dtype: 'float32' }, { shape: [n], dtype: 'float32' }], node.name);
+    ctx.replace(sum.output!, fused.outputs[1]);
+    return fused;
+  },
+});
