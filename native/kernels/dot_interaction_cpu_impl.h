@@ -10,6 +10,41 @@ constexpr int64_t kBlock = 16;
 // Pairs (i, j..j+3) share each load of feature i.
 constexpr int64_t kPairsAtOnce = 4;
 
+// 16 floats, and lane indices for __builtin_shuffle.
+typedef float Lanes16 __attribute__((vector_size(64)));
+typedef int32_t LaneIndex16 __attribute__((vector_size(64)));
+
+// One step of a 16 x 16 transpose, on rows a = i and b = i + S: the S x S blocks off the
+// diagonal of each 2S x 2S tile trade places (a takes b's lanes where the lane index has
+// bit S set, b takes a's where it is clear). Steps S = 8, 4, 2, 1 turn rows into columns.
+template <int S>
+inline void swapBlocks(Lanes16& a, Lanes16& b) {
+  LaneIndex16 low, high;
+  for (int lane = 0; lane < 16; ++lane) {
+    low[lane] = (lane & S) ? 16 + lane - S : lane;
+    high[lane] = (lane & S) ? 16 + lane : lane + S;
+  }
+  const Lanes16 x = __builtin_shuffle(a, b, low);
+  const Lanes16 y = __builtin_shuffle(a, b, high);
+  a = x;
+  b = y;
+}
+
+template <int S>
+inline void swapStep(Lanes16 v[16]) {
+  for (int i = 0; i < 16; ++i) {
+    if ((i & S) == 0) swapBlocks<S>(v[i], v[i + S]);
+  }
+}
+
+// v[r][c] becomes v[c][r].
+inline void transpose16(Lanes16 v[16]) {
+  swapStep<8>(v);
+  swapStep<4>(v);
+  swapStep<2>(v);
+  swapStep<1>(v);
+}
+
 // One block of `count` <= kBlock examples starting at `first`.
 inline void interactionBlock(InteractionRows t, float* z, int64_t first, int64_t count, int64_t features, int64_t width,
                              float* __restrict block) {
@@ -19,11 +54,23 @@ inline void interactionBlock(InteractionRows t, float* z, int64_t first, int64_t
   // e / D, position e % D); absent lanes hold zeros.
   // Feature by feature: the block's rows of one input are one run of memory (F inputs
   // read example by example would be F streams at once).
-  for (int64_t f = 0; f < features; ++f) {
-    for (int64_t lane = 0; lane < count; ++lane) {
-      const float* row = t.feature[f] + (first + lane) * t.rowStride;
-      float* to = block + f * width * kBlock + lane;
-      for (int64_t e = 0; e < width; ++e) to[e * kBlock] = row[e];
+  if (HB_INTERACTION_SHUFFLE_TRANSPOSE && count == kBlock && width % 16 == 0) {
+    // 16 x 16 tiles turned in registers: whole-line loads and stores, not one float each.
+    for (int64_t f = 0; f < features; ++f) {
+      for (int64_t k0 = 0; k0 < width; k0 += 16) {
+        Lanes16 v[16];
+        for (int64_t r = 0; r < 16; ++r) std::memcpy(&v[r], t.feature[f] + (first + r) * t.rowStride + k0, sizeof(Lanes16));
+        transpose16(v);
+        for (int64_t c = 0; c < 16; ++c) std::memcpy(block + (f * width + k0 + c) * kBlock, &v[c], sizeof(Lanes16));
+      }
+    }
+  } else {
+    for (int64_t f = 0; f < features; ++f) {
+      for (int64_t lane = 0; lane < count; ++lane) {
+        const float* row = t.feature[f] + (first + lane) * t.rowStride;
+        float* to = block + f * width * kBlock + lane;
+        for (int64_t e = 0; e < width; ++e) to[e * kBlock] = row[e];
+      }
     }
   }
   for (int64_t lane = count; lane < kBlock; ++lane) {
