@@ -46,16 +46,30 @@ DistinctRows distinctRows(const Id* indices, int64_t n) {
   return out;
 }
 
+// Entries ahead whose source rows are fetched while earlier ones are added: a hot row's
+// entries point all over the source, and the rest come in first-appearance order.
+constexpr int64_t kEntriesAhead = 8;
+
 // out[u] = 0, then addEntry(out[u], e) for each entry e of row u in entry order; rows in
-// parallel, so the sums are deterministic and the writes sequential.
-template <typename AddEntry>
-void sumPerRow(const RowGroups& groups, int64_t width, float* out, const AddEntry& addEntry) {
+// parallel, so the sums are deterministic and the writes sequential. sourceOf(e): the
+// width floats entry e adds from, fetched kEntriesAhead entries early (the prefetches are
+// in this loop, not in a helper, which GCC may delete: see prefetchForUpdate).
+template <typename AddEntry, typename SourceOf>
+void sumPerRow(const RowGroups& groups, int64_t width, float* out, const AddEntry& addEntry, const SourceOf& sourceOf) {
   const int64_t count = int64_t(groups.offsets.size()) - 1;
+  const int64_t rowBytes = width * int64_t(sizeof(float));
   parallelFor(count, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width)), [&](int64_t u0, int64_t u1) {
+    const int64_t last = groups.offsets[u1];
     for (int64_t u = u0; u < u1; ++u) {
       float* row = out + u * width;
       std::fill(row, row + width, 0.0f);
-      for (int64_t k = groups.offsets[u]; k < groups.offsets[u + 1]; ++k) addEntry(row, groups.entries[size_t(k)]);
+      for (int64_t k = groups.offsets[u]; k < groups.offsets[u + 1]; ++k) {
+        if (k + kEntriesAhead < last) {
+          const char* ahead = reinterpret_cast<const char*>(sourceOf(groups.entries[size_t(k + kEntriesAhead)]));
+          for (int64_t offset = 0; offset < rowBytes; offset += 64) __builtin_prefetch(ahead + offset, 0, 3);
+        }
+        addEntry(row, groups.entries[size_t(k)]);
+      }
     }
   });
 }
@@ -85,8 +99,9 @@ RowGradients backwardTyped(const EmbeddingLookupArgs& a, const float* outGrad) {
   RowGradients out;
   out.rows = std::move(distinct.rows);
   out.values = Buffer::allocate(Device::cpu(), out.rows.size() * size_t(dim) * sizeof(float));
+  const auto bagGrad = [&](int32_t e) { return outGrad + int64_t(keptBag[size_t(e)]) * dim; };
   sumPerRow(distinct.groups, dim, static_cast<float*>(out.values->data()), [&](float* row, int32_t e) {
-    const float* g = outGrad + int64_t(keptBag[e]) * dim;
+    const float* g = bagGrad(e);
     const BagGradientFactors& f = factors[size_t(keptBag[e])];
     const float w = keptWeight[e];
     // The same call in each branch, with `weighted` a constant, so each loop vectorises.
@@ -95,7 +110,7 @@ RowGradients backwardTyped(const EmbeddingLookupArgs& a, const float* outGrad) {
     } else {
       for (int64_t c = 0; c < dim; ++c) row[c] = addRn(row[c], lookupGradContribution(g[c], false, a.combiner, f, w));
     }
-  });
+  }, bagGrad);
   return out;
 }
 
@@ -111,10 +126,11 @@ SparseRows sumDuplicatesTyped(const Id* indices, int64_t n, const float* values,
   }
   storage->values = Buffer::allocate(Device::cpu(), size_t(count * width) * sizeof(float));
   float* out = static_cast<float*>(storage->values->data());
+  const auto valuesOf = [&](int32_t e) { return values + int64_t(e) * width; };
   sumPerRow(distinct.groups, width, out, [&](float* row, int32_t e) {
-    const float* g = values + int64_t(e) * width;
+    const float* g = valuesOf(e);
     for (int64_t c = 0; c < width; ++c) row[c] = addRn(row[c], g[c]);
-  });
+  }, valuesOf);
   return SparseRows{storage->rows.data(), out, count};
 }
 
