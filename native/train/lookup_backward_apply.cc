@@ -68,6 +68,7 @@ void runLookupBackwardApply(const std::vector<SparseLookupRequest>& lookups, con
     }
     OptimizerApplyRequest a = update;
     a.sparse = true;
+    a.distinctIndices = indices.size() == 1;  // a table looked up twice may repeat rows
     a.indices = indices.size() == 1 ? indices[0] : stackRows(indices, DType::Int64, 1);
     a.values = rows.size() == 1 ? rows[0] : stackRows(rows, DType::Float32, a.var.shape[1]);
     checkOptimizerApply(a);

@@ -134,6 +134,11 @@ void runOptimizerApply(const OptimizerApplyRequest& request) {
                              r.values.data<float>());
     return;
   }
+  if (r.distinctIndices && wide) {
+    // One entry per row: its own sum, and for GradientDescent its own scatter_sub.
+    applySparseCpu(r.hyper, target, SparseRows{r.indices.data<int64_t>(), r.values.data<float>(), r.indices.size()});
+    return;
+  }
   if (r.hyper.kind == OptimizerKind::GradientDescent) {
     // TF subtracts each entry in turn (scatter_sub), duplicates included, not their sum.
     const RowEntries entries =

@@ -20,6 +20,9 @@ struct OptimizerApplyRequest {
   Tensor grad;     // dense: var's shape
   Tensor values;   // sparse: [n, ...var.shape[1:]]
   Tensor indices;  // sparse: host int32/int64 [n], a copy
+  // sparse: the indices are known to be distinct (one lookup's backward makes them so),
+  // so no summing of duplicates is needed.
+  bool distinctIndices = false;
 };
 
 // Shapes, dtypes, devices, hyperparameters and index ranges, on the JS thread.
