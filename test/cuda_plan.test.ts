@@ -162,7 +162,7 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
 
   test("a dense layer's fused bias_activation and activation_grad_bias: the CPU's bits (libm activations: its values)", async () => {
     const random = randomSource(4);
-    for (const shape of [[4096, 512], [600, 300], [2, 3, 4], [9, 1], [1, 4], [0, 4]]) {
+    for (const shape of [[4096, 512], [600, 300], [256, 600], [2, 3, 4], [9, 1], [1, 4], [5], [0, 4], [4, 0]]) {
       const n = shape[shape.length - 1];
       const x = randomValues(random, size(shape));
       const bias = randomValues(random, n);

@@ -449,6 +449,11 @@ describe('broadcast_to', () => {
 
 const denseShapes: Array<[string, number[]]> = [
   ['[7, 5]', [7, 5]],
+  ['[5] (rank 1)', [5]],
+  ['[1, 1]', [1, 1]],
+  ['[256, 8] (one whole row block)', [256, 8]],
+  ['[257, 8] (a row past it)', [257, 8]],
+  ['[256, 600] (one row block, several column blocks)', [256, 600]],
   ['[600, 300] (row blocks, rows wider than a column block)', [600, 300]],
   ['[2, 3, 4] (rank 3)', [2, 3, 4]],
   ['[1, 4] (one row)', [1, 4]],

@@ -178,6 +178,29 @@ describe("dense layers: each bias add and activation fused, forward and backward
     expect(kernels).not.toContain('unary_grad');
   });
 
+  test('a bias added first keeps its add (its NaN payload would differ), and trains the same', async () => {
+    const step = await trainBoth((x) => {
+      const store = x.graph.store;
+      const w = x.graph.variableTensor(store.getOrCreate('swapped/kernel', [5, 4], init(10, 1), true, x.graph.device));
+      const b = x.graph.variableTensor(store.getOrCreate('swapped/bias', [4], init(11, 0.5), true, x.graph.device));
+      return m.reduceMean(m.square(relu(m.add(b, m.matmul(x, w)))));
+    });
+    expect(step.compiled.fused.some((f) => f.startsWith('bias_'))).toBe(false);
+    expect(step.compiled.fused).toContainEqual(expect.stringMatching(/^activation_grad_bias: /));
+  });
+
+  test('a sum the step fetches is not computed twice', () => {
+    const graph = new Graph(new VariableStore(), 'train', 'cpu');
+    const x = placeholder(graph, { name: 'x', dtype: 'float32', shape: [-1, 5], build: () => xs });
+    const w = graph.variableTensor(graph.store.getOrCreate('f/kernel', [5, 4], init(12, 1), true, 'cpu'));
+    const b = graph.variableTensor(graph.store.getOrCreate('f/bias', [4], init(13, 0.5), true, 'cpu'));
+    const sum = m.add(m.matmul(x, w), b);
+    const kept = new CompiledStep(graph, [relu(sum), sum]);
+    expect(kept.compiled.fused).toEqual([]);
+    const fusedAlone = new CompiledStep(graph, [relu(sum)]);
+    expect(fusedAlone.compiled.fused).toEqual([expect.stringMatching(/^bias_relu: /)]);
+  });
+
   test('a sum read elsewhere too keeps its add and activation (nothing computed twice)', async () => {
     const step = await trainBoth((x) => {
       const w = hb.layers.dense(x, 4, { kernelInitializer: init(8, 1), biasInitializer: init(9, 0.5), name: 'pre' });

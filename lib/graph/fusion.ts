@@ -16,14 +16,19 @@ export interface FusionContext {
   /** The node computing `t` (after resolve). */
   producer(t: SymbolicTensor): Node;
   /**
-   * The nodes that read `t` (after resolve), among those the graph still holds. May list a
-   * node that nothing reads any more: a rule that needs `t` to have no other reader then
-   * leaves it unfused, which is only a missed fusion.
+   * The nodes that read `t` (after resolve): among the nodes the step needed before fusion
+   * and the fused nodes made since, those not replaced. May list a node that nothing reads
+   * any more: a rule that needs `t` to have no other reader then leaves it unfused, which
+   * is only a missed fusion.
    */
   readers(t: SymbolicTensor): Node[];
+  /** Whether the step fetches `t` (after resolve): a reader readers() does not list. */
+  fetched(t: SymbolicTensor): boolean;
   /**
    * Has the fused node also stand for `t`, an output of another node the rule absorbs
-   * (taken only if the fusion is): that node's other readers then read `by`.
+   * (taken only if the fusion is): that node's other readers then read `by`. The node must
+   * come after the root, be no effect, and have every output replaced; else the fusion is
+   * not made (its readers could run before the fused node, or it would still run).
    */
   replace(t: SymbolicTensor, by: SymbolicTensor): void;
 }
@@ -96,8 +101,19 @@ export function applyFusions(graph: Graph, fetches: readonly SymbolicTensor[], e
       const r = resolve(t);
       return [...live].filter((n) => n.inputs.some((input) => resolve(input) === r));
     },
+    fetched: (t) => {
+      const r = resolve(t);
+      return fetches.some((f) => resolve(f) === r);
+    },
     replace: (t, by) => void pending.push([resolve(t), by]),
   };
+  // What replace() may absorb besides the root (see FusionContext.replace).
+  const absorbable = (root: Node, replaced: ReadonlyArray<[SymbolicTensor, SymbolicTensor]>) =>
+    replaced.every(([t]) => {
+      const n = t.node;
+      return n !== root && live.has(n) && position(n) > position(root) && !opDef(n.op).effect &&
+        n.outputs.every((o) => replaced.some(([r]) => r === o));
+    });
   // The collective check walks the graph for each match: only worth it where there is one.
   const hasCollective = candidates.some((n) => Boolean(opDef(n.op).collective));
   for (const node of candidates) {
@@ -107,7 +123,8 @@ export function applyFusions(graph: Graph, fetches: readonly SymbolicTensor[], e
       pending = [];
       const fused = graph.inPhase(node.phase, () => rule.fuse(node, ctx)); // a fused node is in its root's phase
       const absorbed = [node, ...pending.map(([t]) => t.node)];
-      if (!fused || (hasCollective && absorbed.some((n) => absorbsCollective(n, fused, resolve)))) continue;
+      if (!fused || !absorbable(node, pending)) continue;
+      if (hasCollective && absorbed.some((n) => absorbsCollective(n, fused, resolve))) continue;
       node.outputs.forEach((t, i) => substitute.set(t, fused.outputs[i]));
       for (const [t, by] of pending) substitute.set(t, by);
       for (const n of absorbed) {

@@ -1,5 +1,5 @@
 // Element-wise kernels: "binary" (NumPy broadcasting), "unary", "unary_grad", and
-// "bias_activation" (a dense layer's bias add and activation in one pass). The
+// "bias_activation" (a dense layer's bias add and activation, in one pass on the CPU). The
 // math per element is native/kernels/dense_math.h's; this file picks the loop shape.
 #include <algorithm>
 #include <iterator>
@@ -251,8 +251,9 @@ void unaryKernel(KernelArgs& args) {
   });
 }
 
-// A dense layer's y = op(x + bias) in one pass (bias [N] along x's last dim): the same
-// bits as binary add then unary op, without writing x + bias out and reading it back.
+// A dense layer's y = op(x + bias) (bias [N] along x's last dim): the same bits as binary
+// add then unary op. On the CPU in one pass, without writing x + bias out and reading it
+// back; on a GPU the two kernels in turn (the second in place).
 void biasActivationKernel(KernelArgs& args) {
   checkArity(args, 2, 1, "bias_activation");
   checkFloat32(args, "bias_activation");

@@ -1,7 +1,7 @@
 // "reduce_to_shape" (sums over broadcast dims: reduce_sum / reduce_mean and the
 // gradients of broadcasting ops, bias gradients first of all), its mirror
 // "broadcast_to", and "activation_grad_bias" (a dense layer's activation gradient and
-// bias gradient in one pass). Sums are dense_math.h's blocked sums, so a result does not
+// bias gradient, in one pass on the CPU). Sums are dense_math.h's blocked sums, so a result does not
 // depend on the thread count.
 #include <algorithm>
 #include <cstdint>
@@ -68,8 +68,8 @@ void scaledCopy(const float* in, float* out, int64_t n, float scale) {
 // afterwards. Each column's terms are added in r order whatever the blocks, so the bits
 // do not depend on columnBlock. rowAt(o, r, c0, width) gives the `width` values of row
 // (o, r) from column c0; it is asked once for each, so it may compute them
-// (activation_grad_bias does, over whole rows: narrower blocks would walk its inputs in
-// strided pieces, which cost it 1.2-1.6x on [4096, 512]).
+// (activation_grad_bias does, over whole rows where it can: narrower blocks walk its
+// inputs in strided pieces, which cost it 1.2-1.6x on [4096, 512]).
 template <typename RowAt>
 void sumColumns(int64_t outer, int64_t reduce, int64_t inner, float scale, float* out, const RowAt& rowAt,
                 int64_t columnBlock = kColumnBlock) {
@@ -218,10 +218,11 @@ void reduceToShapeKernel(KernelArgs& args) {
   reduceToShapeOn(args, "reduce_to_shape", args.in[0], args.out[0], float(attrOr(args, 0, 1.0)));
 }
 
-// A dense layer's backward through its activation and bias in one pass over dy: dz =
-// unary_grad(op, dy, v) and db = reduce_to_shape(dz, [N]) (dz summed over every dim but
-// the last, N), the same bits as those two kernels. dz is made inside the column sums,
-// block by block, so db is summed from values still in cache.
+// A dense layer's backward through its activation and bias: dz = unary_grad(op, dy, v)
+// and db = reduce_to_shape(dz, [N]) (dz summed over every dim but the last, N), the same
+// bits as those two kernels. On the CPU, for [rows > 1, N > 1], in one pass: dz is made
+// inside the column sums, block by block, so db is summed from values still in cache.
+// Elsewhere (a GPU, one row or column, nothing to sum) the two kernels' work in turn.
 void activationGradBiasKernel(KernelArgs& args) {
   checkArity(args, 2, 2, "activation_grad_bias");
   checkFloat32(args, "activation_grad_bias");
@@ -265,13 +266,17 @@ void activationGradBiasKernel(KernelArgs& args) {
   const float* pdy = dy.data<float>();
   const float* pv = v.data<float>();
   float* pdz = dz.data<float>();
+  // Whole rows per task where there are row blocks enough for every thread; with fewer
+  // (a short, wide dz), column blocks keep the threads busy.
+  const int64_t rowBlocks = (runs.size[0] + kSumBlock - 1) / kSumBlock;
+  const int64_t columnBlock = rowBlocks >= threadPoolSize() ? n : kColumnBlock;
   withUnaryOp(op, [&](auto tag) {
     constexpr UnaryOp Op = decltype(tag)::value;
     sumColumns(1, runs.size[0], n, 1.0f, db.data<float>(), [&](int64_t, int64_t r, int64_t c0, int64_t width) {
       const int64_t at = r * n + c0;
       for (int64_t c = 0; c < width; ++c) pdz[at + c] = unaryGradOf<Op>(pdy[at + c], pv[at + c]);
       return pdz + at;
-    }, n);
+    }, columnBlock);
   });
 }
 

@@ -1,8 +1,9 @@
-// A dense layer's element-wise work in one pass each way (lib/layers' dense builds
+// A dense layer's element-wise work fused each way (lib/layers' dense builds
 // act(matmul(x, W) + b)): the bias add and its activation become bias_activation, and in
 // the backward the activation's gradient and the bias's gradient (its sum over the batch)
-// become activation_grad_bias. Same bits as the unfused kernels; the sum x W + b is never
-// written out, and the bias's gradient is summed while the gradient rows are in cache.
+// become activation_grad_bias. Same bits as the unfused kernels; on the CPU each is one
+// pass: the sum x W + b is never written out, and the bias's gradient is summed while the
+// gradient rows are in cache.
 import '../ops/dense_activation';
 import { defineFusion, FusionContext } from '../fusion';
 import { DYNAMIC, SymbolicTensor } from '../graph';
@@ -12,17 +13,18 @@ import { sameShape } from '../ops/shapes';
 // else needs x W + b.
 const ACTIVATIONS = ['relu', 'sigmoid', 'tanh'];
 
-/** [full, bias] when `t` is full + bias (either order) with bias [N] along full's last dim. */
+/**
+ * [full, bias] when `t` is full + bias with bias [N] along full's last dim, in that order
+ * (as dense layers add them: with both operands NaN, x86 keeps the first one's payload).
+ */
 function biasAdd(t: SymbolicTensor, ctx: FusionContext): [SymbolicTensor, SymbolicTensor] | undefined {
   const add = ctx.producer(t);
   if (add.op !== 'add') return undefined;
-  const [a, b] = add.inputs.map((x) => ctx.resolve(x));
-  for (const [full, bias] of [[a, b], [b, a]]) {
-    const n = full.shape[full.rank - 1];
-    if (full.rank >= 1 && n !== DYNAMIC && sameShape(full.shape, t.shape) && bias.rank === 1 && bias.shape[0] === n &&
-        full.dtype === 'float32' && bias.dtype === 'float32') {
-      return [full, bias];
-    }
+  const [full, bias] = add.inputs.map((x) => ctx.resolve(x));
+  const n = full.shape[full.rank - 1];
+  if (full.rank >= 1 && n !== DYNAMIC && sameShape(full.shape, t.shape) && bias.rank === 1 && bias.shape[0] === n &&
+      full.dtype === 'float32' && bias.dtype === 'float32') {
+    return [full, bias];
   }
   return undefined;
 }
@@ -34,8 +36,8 @@ for (const activation of ACTIVATIONS) {
     fuse(node, ctx) {
       const sum = ctx.resolve(node.inputs[0]);
       const operands = biasAdd(sum, ctx);
-      // A sum read elsewhere too would be computed twice.
-      if (!operands || ctx.readers(sum).length !== 1) return undefined;
+      // A sum read elsewhere too (or fetched) would be computed twice.
+      if (!operands || ctx.readers(sum).length !== 1 || ctx.fetched(sum)) return undefined;
       return ctx.graph.addNode('bias_activation', operands, { op: activation }, [{ shape: node.output!.shape, dtype: 'float32' }], node.name);
     },
   });
