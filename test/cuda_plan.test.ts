@@ -231,6 +231,15 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
           expect(Array.from(dx.values.subarray(b * width, (b + 1) * width))).toEqual(Array.from(row));
         }
       });
+      // prefix: rows of [vector 0, the pairs], both input forms.
+      const dy = randomValues(random, batch * (width + pairs));
+      for (const inputs of [[[t, [batch, features * width]] as Input], pieces]) {
+        const prefixed = await onBoth('dot_interaction', inputs, [[batch, width + pairs]], { features, prefix: true });
+        expectSameBits(prefixed.gpu, prefixed.cpu);
+        const outputs = inputs.length === 1 ? [[batch, features * width]] : pieces.map(() => [batch, width]);
+        const prefixedGrad = await onBoth('dot_interaction_grad', [[dy, [batch, width + pairs]], ...inputs], outputs, { features, prefix: true });
+        expectSameBits(prefixedGrad.gpu, prefixedGrad.cpu);
+      }
     }
   });
 

@@ -819,8 +819,35 @@ describe('dot_interaction', () => {
       const dxs = await run('dot_interaction_grad', [input(dz, [batch, pairs]), ...pieces.map((x) => input(x, [batch, width]))], pieces.map(() => [batch, width]), { features });
       expect(dxs).toHaveLength(features);
       dxs.forEach((dx, i) => expectExact(dx.values, featureColumns(dt, batch, features, width, i)));
+      // prefix: rows of [vector 0, the pairs] (DLRM's top MLP input), and a gradient of
+      // those rows: vector 0's gets dy's first D columns added after the pairs' part.
+      const withPrefix = (pre: Float32Array, rest: Float32Array, restWidth: number) =>
+        Float32Array.from({ length: batch * (width + restWidth) }, (_, e) => {
+          const [b, c] = [Math.floor(e / (width + restWidth)), e % (width + restWidth)];
+          return c < width ? pre[b * width + c] : rest[b * restWidth + c - width];
+        });
+      const dyPrefix = randomValues(random, batch * width);
+      const dy = withPrefix(dyPrefix, dz, pairs);
+      for (const stacked of [true, false]) {
+        const inputs = stacked ? [input(t, [batch, features * width])] : pieces.map((x) => input(x, [batch, width]));
+        const [zp] = await run('dot_interaction', inputs, [[batch, width + pairs]], { features, prefix: true });
+        expectExact(zp.values, withPrefix(pieces[0], z.values, pairs));
+        const outputs = stacked ? [[batch, features * width]] : pieces.map(() => [batch, width]);
+        const grads = await run('dot_interaction_grad', [input(dy, [batch, width + pairs]), ...inputs], outputs, { features, prefix: true });
+        const perFeature = stacked ? pieces.map((_, i) => featureColumns(grads[0].values, batch, features, width, i)) : grads.map((g) => g.values);
+        perFeature.forEach((g, i) => {
+          const expected = featureColumns(dt, batch, features, width, i);
+          expectExact(g, i === 0 ? expected.map((v, e) => f(v + dyPrefix[e])) : expected);
+        });
+      }
     });
   }
+
+  test('prefix: shapes are checked against [batch, D + pairs]', async () => {
+    const t = input([1, 2, 3, 4, 5, 6], [1, 6]);
+    await expectError('dot_interaction', [t], [[1, 3]], { features: 3, prefix: true }, /the output has shape \[1, 3\], expected \[1, 5\] \(feature vector 0, then the pairs\)/);
+    await expectError('dot_interaction_grad', [input([1, 2, 3], [1, 3]), t], [[1, 6]], { features: 3, prefix: true }, /dZ has shape \[1, 3\], expected \[1, 5\]/);
+  });
 
   test('hand-worked pair order: (1,0), (2,0), (2,1)', async () => {
     // Vectors a=[1,2], b=[3,4], c=[5,6]: b.a=11, c.a=17, c.b=39.

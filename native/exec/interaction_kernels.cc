@@ -2,6 +2,7 @@
 // An example has F feature vectors of width D; output column interactionPairIndex(i, j)
 // is the dot product of vectors i and j, j < i.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "cuda/dense_kernels.h"
 #include "native/core/buffer.h"
 #include "native/core/status.h"
+#include "native/core/thread_pool.h"
 #include "native/exec/kernel_def.h"
 #include "native/kernels/dense_math.h"
 #include "native/kernels/dot_interaction_cpu.h"
@@ -82,26 +84,77 @@ std::shared_ptr<Buffer> stackOnDevice(Device device, const FeatureInputs& rows, 
   return stacked;
 }
 
+// attrs[1], "prefix": the output's rows start with feature vector 0 (DLRM's top MLP reads
+// the bottom MLP's output and the pairs side by side: no concatenation after the kernel).
+bool prefixAttr(const KernelArgs& args) { return args.attrs.size() > 1 && args.attrs[1] != 0; }
+
+// Feature vector 0 of every example into the first `width` columns of out's rows.
+void copyFeature0(Device device, const FeatureInputs& rows, float* out, int64_t outStride, int64_t batch, int64_t width) {
+  if (device.isCuda()) return cuda::copyRows(device.index, rows.feature[0], rows.rowStride, out, outStride, batch, width);
+  const float* from = rows.feature[0];
+  parallelFor(batch, std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width)), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) std::memcpy(out + b * outStride, from + b * rows.rowStride, size_t(width) * sizeof(float));
+  });
+}
+
 void dotInteractionKernel(KernelArgs& args) {
   HB_CHECK(!args.in.empty() && args.out.size() == 1, args.name,
            ": kernel dot_interaction takes 1 or more inputs and 1 output, got ", args.in.size(), " and ", args.out.size());
   checkFloat32(args, "dot_interaction");
   const int64_t features = featuresAttr(args, "dot_interaction");
+  const bool prefix = prefixAttr(args);
   int64_t width = 0;
   int64_t batch = 0;
   const FeatureInputs rows = featureInputs(args, "dot_interaction", 0, features, &width, &batch);
   const Tensor& z = args.out[0];
   const int64_t pairs = interactionPairCount(features);
-  HB_CHECK(z.shape.size() == 2 && z.shape[0] == batch && z.shape[1] == pairs, args.name,
-           ": dot_interaction: the output has shape ", z.shapeString(), ", expected [", batch, ", ", pairs, "]");
+  const int64_t columns = (prefix ? width : 0) + pairs;
+  HB_CHECK(z.shape.size() == 2 && z.shape[0] == batch && z.shape[1] == columns, args.name,
+           ": dot_interaction: the output has shape ", z.shapeString(), ", expected [", batch, ", ", columns, "]",
+           prefix ? " (feature vector 0, then the pairs)" : "");
   const Device device = kernelDevice(args, "dot_interaction");
+  float* pairValues = z.data<float>() + (prefix ? width : 0);
+  if (prefix) copyFeature0(device, rows, z.data<float>(), columns, batch, width);
   if (device.isCuda()) {
-    if (rows.stacked) return cuda::dotInteraction(device.index, args.in[0].data<float>(), z.data<float>(), batch, features, width);
-    auto stacked = stackOnDevice(device, rows, batch, width);
-    return cuda::dotInteraction(device.index, static_cast<const float*>(stacked->data()), z.data<float>(), batch, features,
-                                width);
+    std::shared_ptr<Buffer> stacked = rows.stacked ? nullptr : stackOnDevice(device, rows, batch, width);
+    const float* t = rows.stacked ? args.in[0].data<float>() : static_cast<const float*>(stacked->data());
+    if (!prefix) return cuda::dotInteraction(device.index, t, pairValues, batch, features, width);
+    // The CUDA kernel writes rows of `pairs` values: into a buffer, then after the prefix.
+    auto own = Buffer::allocate(device, std::max<size_t>(1, size_t(batch * pairs) * sizeof(float)));
+    cuda::dotInteraction(device.index, t, static_cast<float*>(own->data()), batch, features, width);
+    return cuda::copyRows(device.index, static_cast<const float*>(own->data()), pairs, pairValues, columns, batch, pairs);
   }
-  dotInteractionCpu(InteractionRows{rows.feature.data(), rows.rowStride}, z.data<float>(), batch, features, width);
+  dotInteractionCpu(InteractionRows{rows.feature.data(), rows.rowStride}, InteractionPairs{pairValues, columns}, batch,
+                    features, width);
+}
+
+// dt0[b, :] += dy[b, :width]: vector 0 is also the output's first columns, so its gradient
+// has their part too (added after the pairs' part, as autodiff adds the two).
+void addPrefixGradient(Device device, const float* dy, int64_t dyStride, float* dt0, int64_t dtStride, int64_t batch,
+                       int64_t width) {
+  if (device.isCuda()) {
+    cuda::BroadcastIndex index;
+    index.rank = 2;
+    index.shape[0] = batch;
+    index.shape[1] = width;
+    index.strideA[0] = dtStride;
+    index.strideA[1] = 1;
+    index.strideB[0] = dyStride;
+    index.strideB[1] = 1;
+    // The kernel writes its output densely: in place when dt0's rows are (F inputs), else
+    // into a buffer copied into the stacked gradient's rows.
+    if (dtStride == width) return cuda::binary(device.index, int32_t(BinaryOp::Add), dt0, dy, dt0, batch * width, index);
+    auto sum = Buffer::allocate(device, std::max<size_t>(1, size_t(batch * width) * sizeof(float)));
+    cuda::binary(device.index, int32_t(BinaryOp::Add), dt0, dy, static_cast<float*>(sum->data()), batch * width, index);
+    return cuda::copyRows(device.index, static_cast<const float*>(sum->data()), width, dt0, dtStride, batch, width);
+  }
+  parallelFor(batch, std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width)), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      float* to = dt0 + b * dtStride;
+      const float* from = dy + b * dyStride;
+      for (int64_t k = 0; k < width; ++k) to[k] = addRn(to[k], from[k]);
+    }
+  });
 }
 
 void dotInteractionGradKernel(KernelArgs& args) {
@@ -112,11 +165,14 @@ void dotInteractionGradKernel(KernelArgs& args) {
   const int64_t features = featuresAttr(args, "dot_interaction_grad");
   int64_t width = 0;
   int64_t batch = 0;
+  const bool prefix = prefixAttr(args);
   const FeatureInputs rows = featureInputs(args, "dot_interaction_grad", 1, features, &width, &batch);
   const Tensor& dz = args.in[0];
   const int64_t pairs = interactionPairCount(features);
-  HB_CHECK(dz.shape.size() == 2 && dz.shape[0] == batch && dz.shape[1] == pairs, args.name,
-           ": dot_interaction_grad: dZ has shape ", dz.shapeString(), ", expected [", batch, ", ", pairs, "]");
+  const int64_t columns = (prefix ? width : 0) + pairs;
+  HB_CHECK(dz.shape.size() == 2 && dz.shape[0] == batch && dz.shape[1] == columns, args.name,
+           ": dot_interaction_grad: dZ has shape ", dz.shapeString(), ", expected [", batch, ", ", columns, "]",
+           prefix ? " (feature vector 0's gradient, then the pairs')" : "");
   HB_CHECK(args.out.size() == args.in.size() - 1, args.name, ": dot_interaction_grad: ", args.out.size(),
            " outputs for ", args.in.size() - 1, " feature inputs (one gradient per input)");
   for (size_t k = 0; k < args.out.size(); ++k) {
@@ -129,33 +185,45 @@ void dotInteractionGradKernel(KernelArgs& args) {
     out.push_back(rows.stacked ? args.out[0].data<float>() + f * width : args.out[size_t(f)].data<float>());
   }
   const Device device = kernelDevice(args, "dot_interaction_grad");
+  const float* pairGrads = dz.data<float>() + (prefix ? width : 0);
   if (device.isCuda()) {
+    // The CUDA kernel reads rows of `pairs` values.
+    std::shared_ptr<Buffer> ownPairs;
+    if (prefix) {
+      ownPairs = Buffer::allocate(device, std::max<size_t>(1, size_t(batch * pairs) * sizeof(float)));
+      cuda::copyRows(device.index, pairGrads, columns, static_cast<float*>(ownPairs->data()), pairs, batch, pairs);
+      pairGrads = static_cast<const float*>(ownPairs->data());
+    }
     if (rows.stacked) {
-      return cuda::dotInteractionGrad(device.index, dz.data<float>(), args.in[1].data<float>(), args.out[0].data<float>(),
-                                      batch, features, width);
+      cuda::dotInteractionGrad(device.index, pairGrads, args.in[1].data<float>(), args.out[0].data<float>(), batch,
+                               features, width);
+    } else {
+      auto stacked = stackOnDevice(device, rows, batch, width);
+      auto grads = Buffer::allocate(device, stacked->bytes());
+      float* dt = static_cast<float*>(grads->data());
+      cuda::dotInteractionGrad(device.index, pairGrads, static_cast<const float*>(stacked->data()), dt, batch, features,
+                               width);
+      for (int64_t f = 0; f < features; ++f) {
+        cuda::copyRows(device.index, dt + f * width, features * width, out[size_t(f)], width, batch, width);
+      }
     }
-    auto stacked = stackOnDevice(device, rows, batch, width);
-    auto grads = Buffer::allocate(device, stacked->bytes());
-    float* dt = static_cast<float*>(grads->data());
-    cuda::dotInteractionGrad(device.index, dz.data<float>(), static_cast<const float*>(stacked->data()), dt, batch,
-                             features, width);
-    for (int64_t f = 0; f < features; ++f) {
-      cuda::copyRows(device.index, dt + f * width, features * width, out[size_t(f)], width, batch, width);
-    }
-    return;
+  } else {
+    dotInteractionGradCpu(InteractionPairGrads{pairGrads, columns}, InteractionRows{rows.feature.data(), rows.rowStride},
+                          InteractionGradRows{out.data(), rows.rowStride}, batch, features, width);
   }
-  dotInteractionGradCpu(dz.data<float>(), InteractionRows{rows.feature.data(), rows.rowStride},
-                        InteractionGradRows{out.data(), rows.rowStride}, batch, features, width);
+  if (prefix) addPrefixGradient(device, dz.data<float>(), columns, out[0], rows.rowStride, batch, width);
 }
 
 }  // namespace
 
 // "dot_interaction" / "dot_interaction_grad": the F feature vectors come as one [B, F * D]
-// input or as F inputs of [B, D] (and the gradient as one output or F).
+// input or as F inputs of [B, D] (and the gradient as one output or F). With `prefix` the
+// output's rows are [vector 0, the pairs] (and dy's rows the gradient of both).
 HB_REGISTER_KERNEL(KernelDef("dot_interaction", dotInteractionKernel, KernelPlacement::Device)
-                       .input("x", f32()).repeatInputs(0).output("out", f32()).integer("features"));
+                       .input("x", f32()).repeatInputs(0).output("out", f32()).integer("features")
+                       .boolean("prefix", false));
 HB_REGISTER_KERNEL(KernelDef("dot_interaction_grad", dotInteractionGradKernel, KernelPlacement::Device)
                        .input("dy", f32()).input("x", f32()).repeatInputs(1).output("dx", f32()).repeatOutputs(0)
-                       .integer("features"));
+                       .integer("features").boolean("prefix", false));
 
 }  // namespace hb

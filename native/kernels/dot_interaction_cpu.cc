@@ -54,7 +54,7 @@ VectorUnit vectorUnit() {
 
 }  // namespace
 
-void dotInteractionCpu(InteractionRows t, float* z, int64_t batch, int64_t features, int64_t width) {
+void dotInteractionCpu(InteractionRows t, InteractionPairs z, int64_t batch, int64_t features, int64_t width) {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (vectorUnit()) {
     case VectorUnit::Avx512: return avx512::interaction(t, z, batch, features, width);
@@ -76,8 +76,8 @@ const char* dotInteractionIsaName() {
   return "portable";
 }
 
-void dotInteractionGradCpu(const float* dz, InteractionRows t, InteractionGradRows dt, int64_t batch, int64_t features,
-                           int64_t width) {
+void dotInteractionGradCpu(InteractionPairGrads dz, InteractionRows t, InteractionGradRows dt, int64_t batch,
+                           int64_t features, int64_t width) {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (vectorUnit()) {
     case VectorUnit::Avx512: return avx512::interactionGrad(dz, t, dt, batch, features, width);

@@ -22,11 +22,24 @@ struct InteractionGradRows {
   int64_t rowStride;
 };
 
+// Where each example's F(F-1)/2 pair values are: pair c of example b at
+// values[b * rowStride + c]. rowStride is F(F-1)/2 for a tensor of their own, more when
+// they follow other columns of a row (dotInteraction's output puts the bottom MLP's vector
+// first).
+struct InteractionPairs {
+  float* values;
+  int64_t rowStride;
+};
+struct InteractionPairGrads {
+  const float* values;
+  int64_t rowStride;
+};
+
 // z[b, interactionPairIndex(i, j)] = t[b, i, :] . t[b, j, :] for j < i.
-void dotInteractionCpu(InteractionRows t, float* z, int64_t batch, int64_t features, int64_t width);
+void dotInteractionCpu(InteractionRows t, InteractionPairs z, int64_t batch, int64_t features, int64_t width);
 // dt[b, i, :] = sum over j != i (ascending) of dz[b, pair(i, j)] * t[b, j, :].
-void dotInteractionGradCpu(const float* dz, InteractionRows t, InteractionGradRows dt, int64_t batch, int64_t features,
-                           int64_t width);
+void dotInteractionGradCpu(InteractionPairGrads dz, InteractionRows t, InteractionGradRows dt, int64_t batch,
+                           int64_t features, int64_t width);
 
 // The vector code both run: "avx512", "avx2" or "portable".
 const char* dotInteractionIsaName();

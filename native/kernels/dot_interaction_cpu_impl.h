@@ -46,10 +46,9 @@ inline void transpose16(Lanes16 v[16]) {
 }
 
 // One block of `count` <= kBlock examples starting at `first`.
-inline void interactionBlock(InteractionRows t, float* z, int64_t first, int64_t count, int64_t features, int64_t width,
-                             float* __restrict block) {
+inline void interactionBlock(InteractionRows t, InteractionPairs z, int64_t first, int64_t count, int64_t features,
+                             int64_t width, float* __restrict block) {
   const int64_t rowWidth = features * width;
-  const int64_t pairs = interactionPairCount(features);
   // block[e * kBlock + lane] = element e of example first + lane's F * D values (feature
   // e / D, position e % D); absent lanes hold zeros.
   // Feature by feature: the block's rows of one input are one run of memory (F inputs
@@ -108,13 +107,13 @@ inline void interactionBlock(InteractionRows t, float* z, int64_t first, int64_t
       }
       for (int64_t q = 0; q < together; ++q) {
         const int64_t column = interactionPairIndex(i, j + q);
-        for (int64_t lane = 0; lane < count; ++lane) z[(first + lane) * pairs + column] = acc[q][lane];
+        for (int64_t lane = 0; lane < count; ++lane) z.values[(first + lane) * z.rowStride + column] = acc[q][lane];
       }
     }
   }
 }
 
-void interaction(InteractionRows t, float* z, int64_t batch, int64_t features, int64_t width) {
+void interaction(InteractionRows t, InteractionPairs z, int64_t batch, int64_t features, int64_t width) {
   const int64_t blocks = (batch + kBlock - 1) / kBlock;
   const int64_t blockFloats = features * width * kBlock;
   // One block is ~F * F * D * 16 / 2 multiply-adds: a few blocks per task are enough.
@@ -163,9 +162,8 @@ inline void interactionGradRow(const float* dz, const float* const* tj, int64_t 
 // copies. The concatenation and split it saves cost more; see interaction.ts.)
 constexpr int64_t kGradBlock = 16;
 
-void interactionGrad(const float* dz, InteractionRows t, InteractionGradRows dt, int64_t batch, int64_t features,
+void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGradRows dt, int64_t batch, int64_t features,
                      int64_t width) {
-  const int64_t pairs = interactionPairCount(features);
   const int64_t rowWidth = features * width;
   const int64_t blocks = (batch + kGradBlock - 1) / kGradBlock;
   const int64_t blockWork = std::max<int64_t>(1, kGradBlock * features * features * width);
@@ -183,7 +181,7 @@ void interactionGrad(const float* dz, InteractionRows t, InteractionGradRows dt,
         }
       }
       for (int64_t e = 0; e < count; ++e) {
-        const float* g = dz + (first + e) * pairs;
+        const float* g = dz.values + (first + e) * dz.rowStride;
         for (int64_t f = 0; f < features; ++f) rows[f] = in.get() + e * rowWidth + f * width;
         for (int64_t i = 0; i < features; ++i) {
           float* to = out.get() + e * rowWidth + i * width;

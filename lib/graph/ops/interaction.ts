@@ -1,19 +1,22 @@
 // DLRM's dot interaction: pairwise dot products of the feature vectors of each example.
 import { shapeString, SymbolicTensor } from '../graph';
 import { applyOp, applyOpOutputs, defineOp } from '../op_registry';
-import { concat } from './array';
 
 // The F feature vectors go to the kernel as F inputs of [batch, d], as the bottom MLP and
 // the lookups made them: no [batch, F * d] concatenation forward and no split of its
 // gradient backward (in a DLRM step those two were 28 MB written and read each way).
+// With `prefix` the kernel writes the bottom MLP's output before the pairs, as DLRM's top
+// MLP reads them: no concatenation of [batch, d] and the pairs, and no split of its gradient.
 const dotInteractionDef = defineOp({
   name: 'dot_interaction',
   kernel: 'dot_interaction',
   shape: (inputs, attrs) => {
     const f = attrs.features as number;
-    return [inputs[0].shape[0], (f * (f - 1)) / 2];
+    return [inputs[0].shape[0], (attrs.prefix ? inputs[0].shape[1] : 0) + (f * (f - 1)) / 2];
   },
-  grad: (node, dy) => [...applyOpOutputs(dotInteractionGradDef, [dy, ...node.inputs], { features: node.attrs.features }, `${node.name}/grad`)],
+  grad: (node, dy) => [
+    ...applyOpOutputs(dotInteractionGradDef, [dy, ...node.inputs], { features: node.attrs.features, prefix: Boolean(node.attrs.prefix) }, `${node.name}/grad`),
+  ],
 });
 
 // One gradient per feature input.
@@ -39,6 +42,5 @@ export function dotInteraction(bottomMlpOut: SymbolicTensor, embeddings: Symboli
       throw t instanceof SymbolicTensor ? new Error(message) : new TypeError(message);
     }
   });
-  const pairs = applyOp(dotInteractionDef, [bottomMlpOut, ...embeddings], { features: embeddings.length + 1 });
-  return concat([bottomMlpOut, pairs], 1);
+  return applyOp(dotInteractionDef, [bottomMlpOut, ...embeddings], { features: embeddings.length + 1, prefix: true });
 }
