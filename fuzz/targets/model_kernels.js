@@ -24,6 +24,7 @@ module.exports = {
     const op = () => odd(r.pick(['relu', 'sigmoid', 'tanh', 'square', 'log']), 'neg', 'scale', 'nope', 7, -1, NaN);
     const run = (kernel, inputs, outputs, attrs) => attempt(kernel, () => native.kernelRun(kernel, inputs, outputs, attrs, 'fuzz'));
     const features = odd(r.int(1, 4), 0, -1, 2 ** 20, 1.5);
+    const prefix = odd(r.chance(0.5), 2, 'yes', NaN);
     const width = cols > 0 ? cols : 1;
     const pieces = await Promise.all(Array.from({ length: odd(r.int(1, 4), 0, 5) }, () => tensor(dims([rows, width]))));
     // Pairs of a sane F (a huge attr must not make the case allocate as much).
@@ -36,8 +37,8 @@ module.exports = {
       run('broadcast_to', [bias], [out([rows, cols])], { scale: odd(1, 2) }),
       run('bias_activation', odd([x, bias], [x], [bias, x], [x, x]), [out([rows, cols])], { op: op() }),
       run('activation_grad_bias', odd([x, y], [x], [y, bias]), odd([out([rows, cols]), out([cols])], [out([rows, cols])]), { op: op() }),
-      run('dot_interaction', odd(pieces, [x], []), [out([rows, pairs(features)])], { features }),
-      run('dot_interaction_grad', [await tensor(dims([rows, pairs(features)])), ...pieces], pieces.map(() => out([rows, width])), { features }),
+      run('dot_interaction', odd(pieces, [x], []), [out([rows, (prefix === true ? width : 0) + pairs(features)])], { features, prefix }),
+      run('dot_interaction_grad', [await tensor(dims([rows, (prefix === true ? width : 0) + pairs(features)])), ...pieces], pieces.map(() => out([rows, width])), { features, prefix }),
       run('concat', odd([x, y], [x], [x, bias]), [out([rows, 2 * cols])], { axis: odd(1, 0, 2, -1) }),
       run('split_axis', [x], odd([out([rows, 1]), out([rows, Math.max(0, cols - 1)])], [out([rows, cols])]), { axis: odd(1, 0, 5) }),
     ]);
