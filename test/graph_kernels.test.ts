@@ -820,7 +820,7 @@ describe('dot_interaction', () => {
       expect(dxs).toHaveLength(features);
       dxs.forEach((dx, i) => expectExact(dx.values, featureColumns(dt, batch, features, width, i)));
       // prefix: rows of [vector 0, the pairs] (DLRM's top MLP input), and a gradient of
-      // those rows: vector 0's gets dy's first D columns added after the pairs' part.
+      // those rows: vector 0's is dy's first D columns plus the pairs' part.
       const withPrefix = (pre: Float32Array, rest: Float32Array, restWidth: number) =>
         Float32Array.from({ length: batch * (width + restWidth) }, (_, e) => {
           const [b, c] = [Math.floor(e / (width + restWidth)), e % (width + restWidth)];
@@ -837,11 +837,23 @@ describe('dot_interaction', () => {
         const perFeature = stacked ? pieces.map((_, i) => featureColumns(grads[0].values, batch, features, width, i)) : grads.map((g) => g.values);
         perFeature.forEach((g, i) => {
           const expected = featureColumns(dt, batch, features, width, i);
-          expectExact(g, i === 0 ? expected.map((v, e) => f(v + dyPrefix[e])) : expected);
+          expectExact(g, i === 0 ? expected.map((v, e) => f(dyPrefix[e] + v)) : expected);
         });
       }
     });
   }
+
+  test('prefix with one feature (no pairs) and with no examples', async () => {
+    const x = [1, -2, 3, 4, 5, -6];
+    expectExact(await run1('dot_interaction', [input(x, [3, 2])], [[3, 2]], { features: 1, prefix: true }), x);
+    const dx = await run1('dot_interaction_grad', [input([0.5, 1, 2, 3, -1, 0], [3, 2]), input(x, [3, 2])], [[3, 2]], { features: 1, prefix: true });
+    expectExact(dx, [0.5, 1, 2, 3, -1, 0]);
+    const empty = input([], [0, 2]);
+    const [z] = await run('dot_interaction', [empty, empty, empty], [[0, 5]], { features: 3, prefix: true });
+    expect(z.shape).toEqual([0, 5]);
+    const grads = await run('dot_interaction_grad', [input([], [0, 5]), empty, empty, empty], [[0, 2], [0, 2], [0, 2]], { features: 3, prefix: true });
+    expect(grads.map((g) => g.shape)).toEqual([[0, 2], [0, 2], [0, 2]]);
+  });
 
   test('prefix: shapes are checked against [batch, D + pairs]', async () => {
     const t = input([1, 2, 3, 4, 5, 6], [1, 6]);

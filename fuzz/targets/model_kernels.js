@@ -27,6 +27,9 @@ module.exports = {
     const prefix = odd(r.chance(0.5), 2, 'yes', NaN);
     const width = cols > 0 ? cols : 1;
     const pieces = await Promise.all(Array.from({ length: odd(r.int(1, 4), 0, 5) }, () => tensor(dims([rows, width]))));
+    // The other form: one [rows, F * D] tensor, for a sane F.
+    const saneF = Number.isInteger(features) && features > 0 && features <= 64 ? features : 2;
+    const stacked = await tensor(dims([rows, saneF * width]));
     // Pairs of a sane F (a huge attr must not make the case allocate as much).
     const pairs = (f) => (Number.isInteger(f) && f > 0 && f <= 64 ? (f * (f - 1)) / 2 : 3);
     await Promise.all([
@@ -37,8 +40,9 @@ module.exports = {
       run('broadcast_to', [bias], [out([rows, cols])], { scale: odd(1, 2) }),
       run('bias_activation', odd([x, bias], [x], [bias, x], [x, x]), [out([rows, cols])], { op: op() }),
       run('activation_grad_bias', odd([x, y], [x], [y, bias]), odd([out([rows, cols]), out([cols])], [out([rows, cols])]), { op: op() }),
-      run('dot_interaction', odd(pieces, [x], []), [out([rows, (prefix === true ? width : 0) + pairs(features)])], { features, prefix }),
+      run('dot_interaction', odd(pieces, [stacked], [x], []), [out([rows, (prefix === true ? width : 0) + pairs(features)])], { features, prefix }),
       run('dot_interaction_grad', [await tensor(dims([rows, (prefix === true ? width : 0) + pairs(features)])), ...pieces], pieces.map(() => out([rows, width])), { features, prefix }),
+      run('dot_interaction_grad', [await tensor(dims([rows, (prefix === true ? width : 0) + pairs(features)])), stacked], [out([rows, saneF * width])], { features, prefix }),
       run('concat', odd([x, y], [x], [x, bias]), [out([rows, 2 * cols])], { axis: odd(1, 0, 2, -1) }),
       run('split_axis', [x], odd([out([rows, 1]), out([rows, Math.max(0, cols - 1)])], [out([rows, cols])]), { axis: odd(1, 0, 5) }),
     ]);

@@ -114,7 +114,7 @@ void dotInteractionKernel(KernelArgs& args) {
            prefix ? " (feature vector 0, then the pairs)" : "");
   const Device device = kernelDevice(args, "dot_interaction");
   float* pairValues = z.data<float>() + (prefix ? width : 0);
-  if (prefix) copyFeature0(device, rows, z.data<float>(), columns, batch, width);
+  if (prefix && width > 0) copyFeature0(device, rows, z.data<float>(), columns, batch, width);
   if (device.isCuda()) {
     std::shared_ptr<Buffer> stacked = rows.stacked ? nullptr : stackOnDevice(device, rows, batch, width);
     const float* t = rows.stacked ? args.in[0].data<float>() : static_cast<const float*>(stacked->data());
@@ -128,8 +128,9 @@ void dotInteractionKernel(KernelArgs& args) {
                     features, width);
 }
 
-// dt0[b, :] += dy[b, :width]: vector 0 is also the output's first columns, so its gradient
-// has their part too (added after the pairs' part, as autodiff adds the two).
+// dt0[b, :] = dy[b, :width] + dt0[b, :]: vector 0 is also the output's first columns, so
+// its gradient has their part too, added first as autodiff added the two (the concat's
+// slice, then the pairs' part; the order shows only in a NaN's payload).
 void addPrefixGradient(Device device, const float* dy, int64_t dyStride, float* dt0, int64_t dtStride, int64_t batch,
                        int64_t width) {
   if (device.isCuda()) {
@@ -137,22 +138,22 @@ void addPrefixGradient(Device device, const float* dy, int64_t dyStride, float* 
     index.rank = 2;
     index.shape[0] = batch;
     index.shape[1] = width;
-    index.strideA[0] = dtStride;
+    index.strideA[0] = dyStride;
     index.strideA[1] = 1;
-    index.strideB[0] = dyStride;
+    index.strideB[0] = dtStride;
     index.strideB[1] = 1;
     // The kernel writes its output densely: in place when dt0's rows are (F inputs), else
     // into a buffer copied into the stacked gradient's rows.
-    if (dtStride == width) return cuda::binary(device.index, int32_t(BinaryOp::Add), dt0, dy, dt0, batch * width, index);
+    if (dtStride == width) return cuda::binary(device.index, int32_t(BinaryOp::Add), dy, dt0, dt0, batch * width, index);
     auto sum = Buffer::allocate(device, std::max<size_t>(1, size_t(batch * width) * sizeof(float)));
-    cuda::binary(device.index, int32_t(BinaryOp::Add), dt0, dy, static_cast<float*>(sum->data()), batch * width, index);
+    cuda::binary(device.index, int32_t(BinaryOp::Add), dy, dt0, static_cast<float*>(sum->data()), batch * width, index);
     return cuda::copyRows(device.index, static_cast<const float*>(sum->data()), width, dt0, dtStride, batch, width);
   }
   parallelFor(batch, std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, width)), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       float* to = dt0 + b * dtStride;
       const float* from = dy + b * dyStride;
-      for (int64_t k = 0; k < width; ++k) to[k] = addRn(to[k], from[k]);
+      for (int64_t k = 0; k < width; ++k) to[k] = addRn(from[k], to[k]);
     }
   });
 }
@@ -211,7 +212,7 @@ void dotInteractionGradKernel(KernelArgs& args) {
     dotInteractionGradCpu(InteractionPairGrads{pairGrads, columns}, InteractionRows{rows.feature.data(), rows.rowStride},
                           InteractionGradRows{out.data(), rows.rowStride}, batch, features, width);
   }
-  if (prefix) addPrefixGradient(device, dz.data<float>(), columns, out[0], rows.rowStride, batch, width);
+  if (prefix && width > 0) addPrefixGradient(device, dz.data<float>(), columns, out[0], rows.rowStride, batch, width);
 }
 
 }  // namespace

@@ -12,7 +12,9 @@ const dotInteractionDef = defineOp({
   kernel: 'dot_interaction',
   shape: (inputs, attrs) => {
     const f = attrs.features as number;
-    return [inputs[0].shape[0], (attrs.prefix ? inputs[0].shape[1] : 0) + (f * (f - 1)) / 2];
+    // D: the width of each of F inputs, or a single [batch, F * D] input's over F.
+    const d = inputs.length === 1 ? inputs[0].shape[1] / f : inputs[0].shape[1];
+    return [inputs[0].shape[0], (attrs.prefix ? d : 0) + (f * (f - 1)) / 2];
   },
   grad: (node, dy) => [
     ...applyOpOutputs(dotInteractionGradDef, [dy, ...node.inputs], { features: node.attrs.features, prefix: Boolean(node.attrs.prefix) }, `${node.name}/grad`),
