@@ -13,6 +13,7 @@
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/kernel_def.h"
+#include "native/exec/unary_grad.h"
 #include "native/kernels/dense_math.h"
 
 namespace hb {
@@ -303,20 +304,20 @@ void unaryGradKernel(KernelArgs& args) {
   const Tensor& dx = args.out[0];
   HB_CHECK(dy.size() == v.size() && dy.size() == dx.size(), args.name, ": unary_grad: dy ", dy.shapeString(), ", ",
            unaryGradReadsOutput(op) ? "y " : "x ", v.shapeString(), " and dx ", dx.shapeString(), " differ in size");
-  const Device device = kernelDevice(args, "unary_grad");
-  if (device.isCuda()) return cuda::unaryGrad(device.index, op, dy.data<float>(), v.data<float>(), dx.data<float>(), dx.size());
-  const float* pdy = dy.data<float>();
-  const float* pv = v.data<float>();
-  float* pdx = dx.data<float>();
-  withUnaryOp(op, [&](auto tag) {
-    constexpr UnaryOp Op = decltype(tag)::value;
-    parallelFor(dx.size(), kGrain, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) pdx[i] = unaryGradOf<Op>(pdy[i], pv[i]);
-    });
-  });
+  runUnaryGrad(kernelDevice(args, "unary_grad"), op, dy.data<float>(), v.data<float>(), dx.data<float>(), dx.size());
 }
 
 }  // namespace
+
+void runUnaryGrad(Device device, int32_t op, const float* dy, const float* v, float* dx, int64_t n) {
+  if (device.isCuda()) return cuda::unaryGrad(device.index, op, dy, v, dx, n);
+  withUnaryOp(op, [&](auto tag) {
+    constexpr UnaryOp Op = decltype(tag)::value;
+    parallelFor(n, kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) dx[i] = unaryGradOf<Op>(dy[i], v[i]);
+    });
+  });
+}
 
 HB_REGISTER_KERNEL(KernelDef("binary", binaryKernel, KernelPlacement::Device)
                        .input("a", f32()).input("b", f32()).output("out", f32())

@@ -14,6 +14,7 @@
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/kernel_def.h"
+#include "native/exec/unary_grad.h"
 #include "native/kernels/dense_math.h"
 
 namespace hb {
@@ -248,19 +249,7 @@ void activationGradBiasKernel(KernelArgs& args) {
   const bool columns = dz.size() > 0 && runs.size.size() == 2 && runs.reduced[0] && !runs.reduced[1];
   if (device.isCuda() || !columns) {
     // An empty dz, one row or one column, or a GPU: the two kernels' work in turn.
-    if (device.isCuda()) {
-      cuda::unaryGrad(device.index, op, dy.data<float>(), v.data<float>(), dz.data<float>(), dz.size());
-    } else {
-      const float* pdy = dy.data<float>();
-      const float* pv = v.data<float>();
-      float* pdz = dz.data<float>();
-      withUnaryOp(op, [&](auto tag) {
-        constexpr UnaryOp Op = decltype(tag)::value;
-        parallelFor(dz.size(), kGrain, [&](int64_t i0, int64_t i1) {
-          for (int64_t i = i0; i < i1; ++i) pdz[i] = unaryGradOf<Op>(pdy[i], pv[i]);
-        });
-      });
-    }
+    runUnaryGrad(device, op, dy.data<float>(), v.data<float>(), dz.data<float>(), dz.size());
     return reduceToShapeOn(args, "activation_grad_bias", dz, db, 1.0f);
   }
   const float* pdy = dy.data<float>();

@@ -177,6 +177,24 @@ bool updatesUseAvx2() {
 }
 #endif
 
+// Rule K's dense update, in the vector code the CPU takes.
+template <OptimizerKind K>
+void denseElementsOf(const OptimizerHyper& h, const OptimizerTarget& t, const float* grad) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (updatesUseAvx2()) return avx2::denseElements<K>(h, t, grad);
+#endif
+  portable::denseElements<K>(h, t, grad);
+}
+
+// Rule K's update of the rows seen, in the vector code the CPU takes.
+template <OptimizerKind K>
+void sparseRowsOf(const OptimizerHyper& h, const OptimizerTarget& t, const SparseRows& grads) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (updatesUseAvx2()) return avx2::sparseRows<K>(h, t, grads);
+#endif
+  portable::sparseRows<K>(h, t, grads);
+}
+
 }  // namespace
 
 RowGradients embeddingLookupBackwardCpu(const EmbeddingLookupArgs& args, const float* outGrad) {
@@ -208,24 +226,6 @@ void applyGradientDescentEntriesCpu(const OptimizerHyper& h, const OptimizerTarg
                   }
                 }
               });
-}
-
-// Rule K's dense update, in the vector code the CPU takes.
-template <OptimizerKind K>
-void denseElementsOf(const OptimizerHyper& h, const OptimizerTarget& t, const float* grad) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (updatesUseAvx2()) return avx2::denseElements<K>(h, t, grad);
-#endif
-  portable::denseElements<K>(h, t, grad);
-}
-
-// Rule K's update of the rows seen, in the vector code the CPU takes.
-template <OptimizerKind K>
-void sparseRowsOf(const OptimizerHyper& h, const OptimizerTarget& t, const SparseRows& grads) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (updatesUseAvx2()) return avx2::sparseRows<K>(h, t, grads);
-#endif
-  portable::sparseRows<K>(h, t, grads);
 }
 
 void applyDenseCpu(const OptimizerHyper& h, const OptimizerTarget& t, const float* grad) {
