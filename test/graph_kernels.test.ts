@@ -2,10 +2,12 @@
 // through native.kernelRun, against plain-JS references. Float32 results are compared
 // bit for bit where the reference can round as the kernel does (Math.fround after every
 // operation), and with a tolerance where libm functions (exp, log, tanh) are involved.
+import { spawnSync } from 'child_process';
+import * as path from 'path';
 import * as hb from '../lib';
 import { KernelAttrValue, native, NativeTensorHandle } from '../lib/native';
 import { randomSource } from './support/reference';
-import { pinDevice } from './support/devices';
+import { loadedAddonPath, pinDevice } from './support/devices';
 
 // Checked against CPU references bit for bit / at CPU tolerances; test/cuda_plan.test.ts
 // checks the CUDA kernels against these.
@@ -511,6 +513,31 @@ describe('activation_grad_bias', () => {
       }
     });
   }
+
+  test('no rows or no columns: zeros or nothing, in a child process (once a division by zero, SIGFPE)', () => {
+    // The fused path split dz's rows into blocks of none; the process died, so the check
+    // runs where a crash cannot take jest down with it.
+    const nativePath = JSON.stringify(path.resolve(__dirname, '../dist/native.js'));
+    const indexPath = JSON.stringify(path.resolve(__dirname, '../dist/index.js'));
+    const script = `
+      const hb = require(${indexPath});
+      const { native } = require(${nativePath});
+      (async () => {
+        const out = [];
+        for (const shape of [[0, 4], [4, 0], [0, 0]]) {
+          const t = hb.tensor(new Float32Array(shape[0] * shape[1]), shape, undefined, { device: 'cpu' }).handle;
+          const [dz, db] = await native.kernelRun('activation_grad_bias', [t, t], [shape, [shape[1]]], { op: 'relu' }, 'x');
+          out.push([...new hb.Tensor(db).shape].join('x') + ':' + Array.from(await new hb.Tensor(db).data()).join(','));
+          const [y] = await native.kernelRun('bias_activation', [t, hb.tensor(new Float32Array(shape[1]), [shape[1]]).handle], [shape], { op: 'relu' }, 'x');
+          out.push([...new hb.Tensor(y).shape].join('x'));
+        }
+        console.log(out.join(' '));
+      })().catch((e) => { console.error(e); process.exit(1); });
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, HB_ADDON: loadedAddonPath() }, timeout: 60_000 });
+    expect({ signal: r.signal, status: r.status, stderr: r.stderr.trim() }).toEqual({ signal: null, status: 0, stderr: '' });
+    expect(r.stdout.trim()).toBe('4:0,0,0,0 0x4 0: 4x0 0: 0x0');
+  });
 
   test('the bias gradient is written whole when a buffer is reused', async () => {
     const db = input([9, 9, 9], [3]);
