@@ -528,7 +528,7 @@ describe('activation_grad_bias', () => {
           const t = hb.tensor(new Float32Array(shape[0] * shape[1]), shape, undefined, { device: 'cpu' }).handle;
           const [dz, db] = await native.kernelRun('activation_grad_bias', [t, t], [shape, [shape[1]]], { op: 'relu' }, 'x');
           out.push([...new hb.Tensor(db).shape].join('x') + ':' + Array.from(await new hb.Tensor(db).data()).join(','));
-          const [y] = await native.kernelRun('bias_activation', [t, hb.tensor(new Float32Array(shape[1]), [shape[1]]).handle], [shape], { op: 'relu' }, 'x');
+          const [y] = await native.kernelRun('bias_activation', [t, hb.tensor(new Float32Array(shape[1]), [shape[1]], undefined, { device: 'cpu' }).handle], [shape], { op: 'relu' }, 'x');
           out.push([...new hb.Tensor(y).shape].join('x'));
         }
         console.log(out.join(' '));
