@@ -6,6 +6,7 @@
 //   the benches').
 'use strict';
 const { spawnSync } = require('child_process');
+const fs = require('fs');
 const os = require('os');
 
 function describeMachine(hb) {
@@ -15,7 +16,19 @@ function describeMachine(hb) {
   if (report.device === 'cuda') device += `; GPU: ${gpuName() || hb.currentDevice()}`;
   const k = report.cpuKernels;
   const kernels = k ? `; CPU kernels: matmul ${k.matmul}, interaction ${k.dotInteraction}, fill ${k.randomFill}, lookup ${k.embeddingLookup}` : '';
-  return `${device}; node ${process.version}${kernels}`;
+  return `${device}; node ${process.version}${kernels}; host pages: ${hostPages()}`;
+}
+
+/** Which pages large host blocks get: 2 MiB ones where Linux's transparent huge pages take advice. */
+function hostPages() {
+  if (process.env.HB_HUGE_PAGES === '0') return '4 KiB (HB_HUGE_PAGES=0)';
+  let mode = null;
+  try {
+    mode = /\[(\w+)\]/.exec(fs.readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))?.[1] ?? null;
+  } catch {
+    // not Linux, or no THP
+  }
+  return mode === 'madvise' || mode === 'always' ? `2 MiB for blocks >= 2 MiB (THP ${mode})` : `4 KiB (THP ${mode ?? 'absent'})`;
 }
 
 const slugOf = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');

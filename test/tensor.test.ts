@@ -125,6 +125,63 @@ describe('hb.tensor()', () => {
     expect(kept - idle).toBeGreaterThan(250); // six 64 MiB blocks were cached, then freed
   });
 
+  test('in a child process: large host blocks ask for 2 MiB pages, and HB_HUGE_PAGES=0 keeps 4 KiB ones', () => {
+    // Linux backs memory advised with MADV_HUGEPAGE by 2 MiB pages in its transparent huge
+    // pages' 'madvise' mode (this machine's and Debian's default) and 'always' mode; in
+    // 'never' mode, or on another OS, there is nothing to see.
+    const fs = require('fs') as typeof import('fs');
+    const modeFile = '/sys/kernel/mm/transparent_hugepage/enabled';
+    const mode = fs.existsSync(modeFile) ? /\[(\w+)\]/.exec(fs.readFileSync(modeFile, 'utf8'))?.[1] : undefined;
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const path = require('path') as typeof import('path');
+    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+    const script = `
+      const hb = require(${dist});
+      const fs = require('fs');
+      const hugeMiB = () => Number(/AnonHugePages:\\s+(\\d+) kB/.exec(fs.readFileSync('/proc/self/smaps_rollup', 'utf8'))[1]) / 1024;
+      (async () => {
+        const before = hugeMiB();
+        const table = hb.variable(hb.initializers.constant(0.5), { shape: [1 << 18, 64] }); // 64 MiB
+        const firstRow = await hb.nn.embeddingLookupSparse(table, hb.ragged([[0]]), { combiner: 'sum' }); // after the fill
+        console.log(JSON.stringify({ grew: hugeMiB() - before, value: (await firstRow.data())[63] }));
+      })();`;
+    const run = (env: Record<string, string>) => {
+      const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env, HB_DEVICE: 'cpu' } });
+      expect(child.stderr).toBe('');
+      expect(child.status).toBe(0);
+      return JSON.parse(child.stdout.trim()) as { grew: number; value: number };
+    };
+    const advised = run({});
+    const plain = run({ HB_HUGE_PAGES: '0' });
+    expect(advised.value).toBe(0.5);
+    expect(plain.value).toBe(0.5);
+    if (mode === 'madvise' || mode === 'always') expect(advised.grew).toBeGreaterThanOrEqual(32); // most of the table
+    if (mode === 'madvise') expect(plain.grew).toBeLessThan(8);
+    if (mode !== 'madvise' && mode !== 'always') expect(advised.grew).toBe(0);
+  });
+
+  test('in a child process: small lookups in a loop reuse the blocks their ids are copied into', () => {
+    // A 4096-bag lookup copies 32 KiB of ids and 16 KiB of row splits: blocks glibc gave
+    // back to the OS between calls, so every call faulted their pages in again.
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const path = require('path') as typeof import('path');
+    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+    const script = `
+      const hb = require(${dist});
+      (async () => {
+        const table = hb.variable(hb.initializers.constant(1), { shape: [100000, 16] });
+        const ids = hb.ragged(BigInt64Array.from({ length: 4096 }, (_, i) => BigInt((i * 7919) % 100000)), Int32Array.from({ length: 4097 }, (_, i) => i));
+        const lookup = async () => (await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' })).dispose();
+        for (let i = 0; i < 50; i++) await lookup();
+        const before = process.resourceUsage().minorPageFault;
+        for (let i = 0; i < 500; i++) await lookup();
+        console.log(JSON.stringify({ faultsPerCall: (process.resourceUsage().minorPageFault - before) / 500 }));
+      })();`;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_DEVICE: 'cpu' } });
+    expect(child.status).toBe(0);
+    expect(JSON.parse(child.stdout.trim()).faultsPerCall).toBeLessThan(2);
+  });
+
   test('large results are copies as well, and outlive their tensor', async () => {
     const t = hb.tensor(new Float32Array(1 << 16).fill(3)); // 256 KiB: read into a reused host block
     const first = (await t.data()) as Float32Array;

@@ -171,7 +171,12 @@ Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::s
 Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length) {
   const size_t bytes = length * dtypeSize(dtype);
   std::shared_ptr<Buffer> reused = pooledSize(bytes) ? Buffer::reuseHost(bytes) : nullptr;
-  return typedArrayOrV8(env, dtype, length, reused ? externalArrayBuffer(env, reused, bytes) : Napi::ArrayBuffer());
+  Napi::TypedArray array = typedArrayOrV8(env, dtype, length, reused ? externalArrayBuffer(env, reused, bytes) : Napi::ArrayBuffer());
+  // V8's memory for an array this large is new pages (glibc maps it fresh): mapped in one
+  // call before the caller's copy rather than one fault per 4 KiB (a 1 MiB read on a
+  // 2-vCPU EPYC VM: 480-580 -> 370-450 us).
+  if (!reused && pooledSize(bytes)) populateForWrite(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), bytes);
+  return array;
 }
 
 void refuseSharedMemory(const Napi::Value& value, const std::string& argument) {

@@ -48,7 +48,8 @@ Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::s
 // when one is free (its pages mapped already), else in V8's memory, never over a new
 // host block. Host blocks come back only through a finalizer, which Node runs on a later
 // turn of the event loop: a loop of reads that never yields to it would otherwise take a
-// new block for every read, where V8 frees its own memory as it collects.
+// new block for every read, where V8 frees its own memory as it collects. The caller
+// writes every value: a large array in V8's memory has its pages mapped for that at once.
 Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length);
 
 // A typed array of `length` values over a host block filled off the JS thread: large ones
