@@ -22,13 +22,15 @@ namespace {
 
 constexpr size_t kHostAlignment = 64;
 
-// Host blocks from this size on are aligned to it and asked to be backed by 2 MiB pages
-// (madvise(MADV_HUGEPAGE), which Linux's transparent huge pages honour in their default
-// 'madvise' mode). An embedding table is read and written at random rows: with 4 KiB pages
-// nearly every row costs a TLB miss and a page walk. On a 2-vCPU EPYC VM, 1M x 64 table:
-// one-id lookups of 16384 bags 309 -> 274 us (dim 16: 125 -> 102 us), medians of five
-// alternating runs. HB_HUGE_PAGES=0 keeps 4 KiB pages (where compaction stalls hurt more
-// than the TLB misses).
+// Host blocks from this size on are mapped on their own, 2 MiB-aligned, and asked to be
+// backed by 2 MiB pages (madvise(MADV_HUGEPAGE), which Linux's transparent huge pages
+// honour in their default 'madvise' mode). An embedding table is read and written at
+// random rows: with 4 KiB pages nearly every row costs a TLB miss and a page walk. On a
+// 2-vCPU EPYC VM, 1M x 64 table: one-id lookups of 16384 bags 309 -> 274 us (dim 16: 125
+// -> 102 us), medians of five alternating runs. Their own mapping, not malloc's: glibc
+// serves blocks up to 32 MiB from its heap once it has seen such blocks freed, and advice
+// given there would outlive the block, on whatever the heap puts in its place.
+// HB_HUGE_PAGES=0 keeps 4 KiB pages (where compaction stalls hurt more than TLB misses).
 constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 bool hugePagesWanted() {
@@ -39,13 +41,37 @@ bool hugePagesWanted() {
   return wanted;
 }
 
-void adviseHugePages(void* data, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  (void)::madvise(data, bytes, MADV_HUGEPAGE);  // a hint: where refused, 4 KiB pages as before
-#else
-  (void)data;
-  (void)bytes;
+// `size` bytes (a hostBlockSize) of uninitialised host memory, or null when out of memory.
+void* allocateHostBlock(size_t size) {
+#if defined(__linux__)
+  if (size >= kHugePageBytes) {
+    // Sizes this large are powers of two: a 2 MiB-aligned span of `size` inside a
+    // mapping one huge page longer, the ends unmapped.
+    const size_t mapped = size + kHugePageBytes;
+    void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t aligned = (begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    if (aligned > begin) ::munmap(p, aligned - begin);
+    const uintptr_t end = begin + mapped;
+    if (end > aligned + size) ::munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
+#if defined(MADV_HUGEPAGE)
+    if (hugePagesWanted()) (void)::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);  // a hint only
 #endif
+    return reinterpret_cast<void*>(aligned);
+  }
+#endif
+  return std::aligned_alloc(kHostAlignment, size);
+}
+
+void freeHostBlock(void* block, size_t size) {
+#if defined(__linux__)
+  if (size >= kHugePageBytes) {
+    ::munmap(block, size);
+    return;
+  }
+#endif
+  std::free(block);
 }
 
 // Large host blocks are kept for reuse instead of being returned to the OS: every
@@ -88,7 +114,7 @@ class HostBlockCache {
       cached_ = 0;
     }
     for (auto& [size, list] : blocks) {
-      for (void* block : list) std::free(block);
+      for (void* block : list) freeHostBlock(block, size);
     }
   }
 
@@ -140,10 +166,8 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, size_t bytes) {
   HB_CHECK(bytes <= (size_t(1) << 48), "cannot allocate ", bytes, " bytes of host memory");
   if (std::shared_ptr<Buffer> reused = reuseHost(bytes)) return reused;
   const size_t size = hostBlockSize(bytes);
-  const bool huge = size >= kHugePageBytes && hugePagesWanted();  // sizes are powers of two here
-  void* data = std::aligned_alloc(huge ? kHugePageBytes : kHostAlignment, size);
+  void* data = allocateHostBlock(size);
   HB_CHECK(data != nullptr, "out of host memory allocating ", bytes, " bytes");
-  if (huge) adviseHugePages(data, size);
   return std::shared_ptr<Buffer>(new Buffer(data, bytes, device, nullptr));
 }
 
@@ -172,7 +196,7 @@ Buffer::~Buffer() {
     cuda::release(device_.index, data_);
   } else {
     const size_t rounded = hostBlockSize(bytes_);
-    if (rounded < HostBlockCache::kMinCached || !hostCache().give(data_, rounded)) std::free(data_);
+    if (rounded < HostBlockCache::kMinCached || !hostCache().give(data_, rounded)) freeHostBlock(data_, rounded);
   }
 }
 
