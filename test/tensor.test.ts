@@ -127,8 +127,9 @@ describe('hb.tensor()', () => {
 
   test('in a child process: large host blocks ask for 2 MiB pages, and HB_HUGE_PAGES=0 keeps 4 KiB ones', () => {
     // Linux backs memory advised with MADV_HUGEPAGE by 2 MiB pages in its transparent huge
-    // pages' 'madvise' mode (this machine's and Debian's default) and 'always' mode; in
-    // 'never' mode, or on another OS, there is nothing to see.
+    // pages' 'madvise' and 'always' modes; in 'never' mode, or on another OS, there is
+    // nothing to see. HB_HUGE_PAGES=0 advises MADV_NOHUGEPAGE (checked in 'madvise' mode,
+    // where nothing else in the process asks for large pages).
     const fs = require('fs') as typeof import('fs');
     const thp = (name: string) => {
       const file = `/sys/kernel/mm/transparent_hugepage/${name}`;

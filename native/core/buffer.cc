@@ -24,13 +24,14 @@ constexpr size_t kHostAlignment = 64;
 
 // Host blocks from this size on are mapped on their own, 2 MiB-aligned, and asked to be
 // backed by 2 MiB pages (madvise(MADV_HUGEPAGE), which Linux's transparent huge pages
-// honour in their default 'madvise' mode). An embedding table is read and written at
+// honour in their 'madvise' and 'always' modes). An embedding table is read and written at
 // random rows: with 4 KiB pages nearly every row costs a TLB miss and a page walk. On a
 // 2-vCPU EPYC VM, 1M x 64 table: one-id lookups of 16384 bags 309 -> 274 us (dim 16: 125
 // -> 102 us), medians of five alternating runs. Their own mapping, not malloc's: glibc
 // serves blocks up to 32 MiB from its heap once it has seen such blocks freed, and advice
 // given there would outlive the block, on whatever the heap puts in its place.
-// HB_HUGE_PAGES=0 keeps 4 KiB pages (where compaction stalls hurt more than TLB misses).
+// HB_HUGE_PAGES=0 keeps them in 4 KiB pages, in 'always' mode too (MADV_NOHUGEPAGE): for
+// machines where finding 2 MiB pages stalls more than the TLB misses cost.
 constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 bool hugePagesWanted() {
@@ -55,8 +56,9 @@ void* allocateHostBlock(size_t size) {
     if (aligned > begin) ::munmap(p, aligned - begin);
     const uintptr_t end = begin + mapped;
     if (end > aligned + size) ::munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
-#if defined(MADV_HUGEPAGE)
-    if (hugePagesWanted()) (void)::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);  // a hint only
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+    // A hint: where it is refused, the pages are as before.
+    (void)::madvise(reinterpret_cast<void*>(aligned), size, hugePagesWanted() ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #endif
     return reinterpret_cast<void*>(aligned);
   }
