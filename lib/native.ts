@@ -406,7 +406,7 @@ export interface NativeAddon {
    * This rank will not run the step it prepared (its batch failed before planRun): the
    * other ranks, waiting in the step's first exchange, fail with `why` at once.
    */
-  planTellPeersOfFailure(plan: NativePlan, why: string): void;
+  planTellPeersOfFailure(plan: NativePlan, why: string): Promise<void>;
   /** For benches: the FMA peak of the GEMM's instruction set, measured on every pool thread for about `seconds`. */
   measureFmaPeak(seconds: number): { isa: 'avx512' | 'avx2' | 'portable'; threads: number; gflops: number };
   /** Starts timing every kernel step of every plan run; false when a profile is already on. */

@@ -262,6 +262,15 @@ describeGloo('failures in a job', () => {
     expect(ranks[0].failure!.message).toMatch(/rank 1 failed its own checks: the evaluation input of rank 1 failed: the evaluation input of this rank broke after 1 batches/);
   }, 120_000);
 
+  test('a failing rank whose peer reaches the step late still gives it the reason before its process ends', async () => {
+    // Rank 1's input breaks while rank 0 is still preparing its batch (1.5 s late): rank 1
+    // must not end, closing its connections, before rank 0 has heard why (rank 0 reported
+    // "rank 1 has gone" when the news was only queued).
+    const { ranks } = await failingJob(2, { steps: 2, evalCounts: [3, 3], rankOverrides: { 0: { evalDelayMs: 1500 }, 1: { evalFailsAfter: 1 } } });
+    expect(ranks[1].failure!.message).toBe('the evaluation input of this rank broke after 1 batches');
+    expect(ranks[0].failure!.message).toMatch(/rank 1 failed its own checks: the evaluation input of rank 1 failed: the evaluation input of this rank broke after 1 batches/);
+  }, 120_000);
+
   test('a rank that stops reading its predictions early keeps the job in step', async () => {
     const ranks = await job(3, { steps: 3, predictCounts: [3, 2, 2], predictStopAfter: { 0: 4 } });
     expect(ranks.map((r) => r.predictions!.length)).toEqual([4, 8, 8]);

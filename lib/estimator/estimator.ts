@@ -401,7 +401,7 @@ export class Estimator {
       try {
         prepared = mine ? await built.step.prepare((current as IteratorYieldResult<Batch>).value) : built.step.emptyBatch();
       } catch (error) {
-        built.step.tellPeersOfFailure(`an evaluation batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
+        await built.step.tellPeersOfFailure(`an evaluation batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
         throw error;
       }
       // An empty batch takes part in the exchanges; its metrics add nothing (a step of no
@@ -414,7 +414,7 @@ export class Estimator {
       try {
         current = await batches.next();
       } catch (error) {
-        built.step.tellPeersOfFailure(`the evaluation input of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
+        await built.step.tellPeersOfFailure(`the evaluation input of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
         throw error;
       }
     }
@@ -455,7 +455,7 @@ export class Estimator {
           try {
             prepared = mine ? await built.step.prepare((current as IteratorYieldResult<Batch>).value) : built.step.emptyBatch();
           } catch (error) {
-            built.step.tellPeersOfFailure(`a prediction batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
+            await built.step.tellPeersOfFailure(`a prediction batch of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
             agreedDone = true;
             throw error;
           }
@@ -487,7 +487,7 @@ export class Estimator {
           try {
             current = await batches.next();
           } catch (error) {
-            built.step.tellPeersOfFailure(`the prediction input of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
+            await built.step.tellPeersOfFailure(`the prediction input of rank ${this.world.rank} failed: ${(error as Error)?.message}`);
             agreedDone = true;
             throw error;
           }

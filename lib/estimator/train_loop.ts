@@ -97,7 +97,7 @@ export async function runTrainLoop(
       host.advance();
       if (next.status === 'rejected') {
         // The other ranks will wait in the next step: they fail with this rank's reason.
-        model.step.tellPeersOfFailure(`the next batch of rank ${model.graph.world.rank} failed: ${(next.reason as Error)?.message}`);
+        await model.step.tellPeersOfFailure(`the next batch of rank ${model.graph.world.rank} failed: ${(next.reason as Error)?.message}`);
         throw next.reason;
       }
       const loss = (result.value.outputs[0] as Float32Array)[0];

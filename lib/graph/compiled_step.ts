@@ -167,9 +167,11 @@ export class CompiledStep {
 
   /**
    * Under a job, instead of a run: this rank cannot run the step (its batch failed to
-   * prepare). The other ranks' runs fail with `why` instead of waiting for it.
+   * prepare). The other ranks' runs fail with `why` instead of waiting for it. Settles
+   * once they have heard it: await it before the error goes up, since the process may
+   * end with it.
    */
-  tellPeersOfFailure(why: string): void {
-    if (this.sync) native.planTellPeersOfFailure(this.plan, why);
+  async tellPeersOfFailure(why: string): Promise<void> {
+    if (this.sync) await native.planTellPeersOfFailure(this.plan, why);
   }
 }

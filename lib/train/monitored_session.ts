@@ -229,7 +229,7 @@ export class MonitoredSession {
       prepared = await compiled.step.prepare(batch);
     } catch (error) {
       // The others, in this step's first exchange, fail with this reason; nothing else is owed them.
-      compiled.step.tellPeersOfFailure(`a batch of rank ${graph.world.rank} failed: ${(error as Error)?.message}`);
+      await compiled.step.tellPeersOfFailure(`a batch of rank ${graph.world.rank} failed: ${(error as Error)?.message}`);
       this.failed = this.settled = this.stopped = true;
       throw error;
     }

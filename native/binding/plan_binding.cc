@@ -13,6 +13,8 @@
 #include "native/binding/tensor_handle.h"
 #include "native/core/executor.h"
 #include "native/core/status.h"
+#include "native/distribute/process_group.h"
+#include "native/distribute/world.h"
 #include "native/exec/plan.h"
 
 namespace hb {
@@ -190,10 +192,19 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
   try {
     plan->checkFeeds(int64_t(batch), feeds);
   } catch (const std::exception& e) {
-    // The other ranks will wait in this step's first exchange: tell them there.
+    // Alone, the error goes up here and now.
+    const std::shared_ptr<distribute::ProcessGroup> group = distribute::worldGroup();
+    if (!group || group->worldSize() == 1) throw;
+    // In a job the other ranks will wait in this step's first exchange: tell them there,
+    // and reject only once they have heard it (the process may end with this error; see
+    // planTellPeersOfFailure).
     const std::string why = e.what();
-    submitToDevice(plan->device(), [plan, why] { plan->tellPeersOfFailure(0, why); });
-    throw;
+    return schedule(env, plan->device(), makeTask(
+        [plan, why, error = std::current_exception()] {
+          plan->tellPeersOfFailure(0, why);
+          std::rethrow_exception(error);
+        },
+        [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
   }
   int64_t globalStep = -1;
   if (info.Length() > 5 && !info[5].IsUndefined()) {
@@ -222,14 +233,18 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
       }));
 }
 
-// planTellPeersOfFailure(plan, why): this rank will not run the step it was preparing
-// (its batch failed before planRun); the other ranks, waiting in the step's first
-// exchange, fail with `why` instead of waiting for the timeout.
+// planTellPeersOfFailure(plan, why) -> Promise<void>: this rank will not run the step it
+// was preparing (its batch failed before planRun); the other ranks, waiting in the step's
+// first exchange, fail with `why` instead of waiting for the timeout. The promise settles
+// once they have heard it (or the exchange failed): a caller that throws and lets its
+// process end after awaiting it no longer closes its connections before the news is out
+// (a peer then reported that the rank had gone, not why).
 Napi::Value planTellPeersOfFailure(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
   PlanRef plan = unwrapPlan(info[0]);
   const std::string why = stringArgument(info[1], "planTellPeersOfFailure: why");
-  submitToDevice(plan->device(), [plan, why] { plan->tellPeersOfFailure(0, why); });
-  return info.Env().Undefined();
+  return schedule(env, plan->device(), makeTask([plan, why] { plan->tellPeersOfFailure(0, why); },
+                                                [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
 }
 
 // profileStart() -> false when a profile is already on.
