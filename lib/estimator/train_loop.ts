@@ -96,8 +96,12 @@ export async function runTrainLoop(
       // The step ran: it counts, whatever happens to the next batch.
       host.advance();
       if (next.status === 'rejected') {
-        // The other ranks will wait in the next step: they fail with this rank's reason.
-        await model.step.tellPeersOfFailure(`the next batch of rank ${model.graph.world.rank} failed: ${(next.reason as Error)?.message}`);
+        // The other ranks will wait in the next step: they fail with this rank's reason,
+        // heard before this error goes up (the process may end with it). Unless they
+        // agreed to stop after this step: then no exchange of theirs may come for a while,
+        // and the announcement waits for one on its own.
+        const told = model.step.tellPeersOfFailure(`the next batch of rank ${model.graph.world.rank} failed: ${(next.reason as Error)?.message}`);
+        if (!result.value.agreed?.stop) await told;
         throw next.reason;
       }
       const loss = (result.value.outputs[0] as Float32Array)[0];

@@ -87,18 +87,6 @@ std::vector<CollectiveHeader> exchangeHeaders(ProcessGroup& group, CollectiveHea
   // announcing rank's step failed before an exchange that may be of another kind than the
   // one its peers are in, and its reason is what every rank reports. A rank whose own
   // arguments failed reports its own reason; the others, the first failed rank's.
-  const bool announced = std::any_of(all.begin(), all.end(), [](const CollectiveHeader& h) { return h.failure[0] != 0; });
-  if (announced) {
-    // Every rank saw the same headers, so every rank meets here once more before it
-    // reports: the failed rank's process may end as soon as it has, and its connections
-    // closing could reset a peer still reading the header that says why (that peer then
-    // reported "rank 1 has gone" instead of the reason). Whatever this meeting runs into,
-    // the reason is known already.
-    try {
-      group.communicator().barrier();
-    } catch (const std::exception&) {
-    }
-  }
   if (mine.failure[0] != 0) {
     throw AgreedError(std::string(name) + ": " + std::string(mine.failure, strnlen(mine.failure, sizeof mine.failure)),
                       ErrorCode::InvalidArgument);
