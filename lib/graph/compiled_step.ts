@@ -168,8 +168,8 @@ export class CompiledStep {
   /**
    * Under a job, instead of a run: this rank cannot run the step (its batch failed to
    * prepare). The other ranks' runs fail with `why` instead of waiting for it. Settles
-   * once they have heard it: await it before the error goes up, since the process may
-   * end with it.
+   * once this rank's side of the exchange that tells them has completed: await it before
+   * the error goes up, since the process may end with it.
    */
   async tellPeersOfFailure(why: string): Promise<void> {
     if (this.sync) await native.planTellPeersOfFailure(this.plan, why);

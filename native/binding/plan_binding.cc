@@ -236,9 +236,10 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
 // planTellPeersOfFailure(plan, why) -> Promise<void>: this rank will not run the step it
 // was preparing (its batch failed before planRun); the other ranks, waiting in the step's
 // first exchange, fail with `why` instead of waiting for the timeout. The promise settles
-// once they have heard it (or the exchange failed): a caller that throws and lets its
-// process end after awaiting it no longer closes its connections before the news is out
-// (a peer then reported that the rank had gone, not why).
+// once this rank's side of the exchange that tells them has completed (or failed): a
+// caller that throws and lets its process end after awaiting it no longer closes its
+// connections with the news still queued (a peer then reported that the rank had gone,
+// not why).
 Napi::Value planTellPeersOfFailure(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   PlanRef plan = unwrapPlan(info[0]);

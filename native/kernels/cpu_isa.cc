@@ -15,4 +15,13 @@ CpuIsa cpuIsaCap() {
   return cap;
 }
 
+bool cpuTakesAvx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool takes = __builtin_cpu_supports("avx2") && cpuIsaCap() >= CpuIsa::Avx2;
+  return takes;
+#else
+  return false;
+#endif
+}
+
 }  // namespace hb

@@ -11,4 +11,8 @@ enum class CpuIsa { Portable = 0, Avx2 = 1, Avx512 = 2 };
 // Read once; anything but "portable" or "avx2" leaves no cap.
 CpuIsa cpuIsaCap();
 
+// Whether a kernel may take its AVX2 code: the CPU has AVX2 and the cap allows it (read
+// once). Not FMA: kernels that need it ask for it themselves.
+bool cpuTakesAvx2();
+
 }  // namespace hb

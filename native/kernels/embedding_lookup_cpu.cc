@@ -38,25 +38,20 @@ constexpr int64_t kPrefetchDistance = 24;
 #include "native/kernels/embedding_lookup_cpu_impl.h"
 #undef HB_LOOKUP_NAMESPACE
 #pragma GCC pop_options
-
-bool hasAvx2() {
-  static const bool supported = __builtin_cpu_supports("avx2") && cpuIsaCap() >= CpuIsa::Avx2;
-  return supported;
-}
 #endif
 
 }  // namespace
 
 void embeddingLookupCpu(const EmbeddingLookupArgs& args) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (hasAvx2()) return avx2::embeddingLookup(args);
+  if (cpuTakesAvx2()) return avx2::embeddingLookup(args);
 #endif
   portable::embeddingLookup(args);
 }
 
 const char* embeddingLookupIsaName() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (hasAvx2()) return "avx2";
+  if (cpuTakesAvx2()) return "avx2";
 #endif
   return "portable";
 }

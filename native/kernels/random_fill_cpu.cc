@@ -36,8 +36,6 @@ bool hasAvx512() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
          __builtin_cpu_supports("avx512vl") && cpuIsaCap() >= CpuIsa::Avx512;
 }
-
-bool hasAvx2() { return __builtin_cpu_supports("avx2") && cpuIsaCap() >= CpuIsa::Avx2; }
 #endif
 
 }  // namespace
@@ -45,7 +43,7 @@ bool hasAvx2() { return __builtin_cpu_supports("avx2") && cpuIsaCap() >= CpuIsa:
 void fillCpu(float* out, int64_t n, const FillSpec& spec) {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool avx512 = hasAvx512();
-  static const bool avx2 = hasAvx2();
+  static const bool avx2 = cpuTakesAvx2();
   if (avx512) return avx512::fill(out, n, spec);
   if (avx2) return avx2::fill(out, n, spec);
 #endif
@@ -55,7 +53,7 @@ void fillCpu(float* out, int64_t n, const FillSpec& spec) {
 void fillRowsCpu(float* table, int64_t width, const int64_t* rows, const int64_t* ids, int64_t n, const FillSpec& spec) {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool avx512 = hasAvx512();
-  static const bool avx2 = hasAvx2();
+  static const bool avx2 = cpuTakesAvx2();
   if (avx512) return avx512::fillRows(table, width, rows, ids, n, spec);
   if (avx2) return avx2::fillRows(table, width, rows, ids, n, spec);
 #endif
@@ -65,7 +63,7 @@ void fillRowsCpu(float* table, int64_t width, const int64_t* rows, const int64_t
 const char* fillIsaName() {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (hasAvx512()) return "avx512";
-  if (hasAvx2()) return "avx2";
+  if (cpuTakesAvx2()) return "avx2";
 #endif
   return "portable";
 }

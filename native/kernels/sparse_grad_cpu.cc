@@ -170,18 +170,13 @@ constexpr int64_t kElementGrain = 1 << 14;
 #include "native/kernels/sparse_update_cpu_impl.h"
 #undef HB_UPDATE_NAMESPACE
 #pragma GCC pop_options
-
-bool updatesUseAvx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && cpuIsaCap() >= CpuIsa::Avx2;
-  return yes;
-}
 #endif
 
 // Rule K's dense update, in the vector code the CPU takes.
 template <OptimizerKind K>
 void denseElementsOf(const OptimizerHyper& h, const OptimizerTarget& t, const float* grad) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (updatesUseAvx2()) return avx2::denseElements<K>(h, t, grad);
+  if (cpuTakesAvx2()) return avx2::denseElements<K>(h, t, grad);
 #endif
   portable::denseElements<K>(h, t, grad);
 }
@@ -190,7 +185,7 @@ void denseElementsOf(const OptimizerHyper& h, const OptimizerTarget& t, const fl
 template <OptimizerKind K>
 void sparseRowsOf(const OptimizerHyper& h, const OptimizerTarget& t, const SparseRows& grads) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (updatesUseAvx2()) return avx2::sparseRows<K>(h, t, grads);
+  if (cpuTakesAvx2()) return avx2::sparseRows<K>(h, t, grads);
 #endif
   portable::sparseRows<K>(h, t, grads);
 }
