@@ -3,7 +3,9 @@
 // PyTorch's embedding_bag on the same cell: combiner sum and mean, dims 16 / 64 / 128,
 // batch 4096 and 16384, 1 and 20 ids per bag, uniform and power-law ids, a 1M-row table.
 // Our time counts what a user waits for: the promise resolving and the result read into
-// JS (out.data()). Both sides take the median of --iters calls per cell, after --warmup
+// JS, twice: into a new array (out.data()), and into one array the loop reuses
+// (out.data(into)), whose pages are mapped already where a new array's are new to the
+// process until V8 collects the old ones. Both sides take the median of --iters calls per cell, after --warmup
 // calls (a user looks up in a loop: the first calls of a cell also pay for allocator and
 // heap growth, on both sides, which a handful of calls does not amortise); the two sides
 // alternate over --rounds rounds (these VMs vary several-fold from run to run), and each
@@ -52,12 +54,13 @@ function median(xs) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-async function ourSeconds(table, batches, combiner) {
+/** Median seconds per call; `into`: the array each result is read into, else a new one. */
+async function ourSeconds(table, batches, combiner, into) {
   const times = [];
   for (let i = 0; i < warmup + iters; i++) {
     const t0 = process.hrtime.bigint();
     const out = await hb.nn.embeddingLookupSparse(table, batches[i % batches.length], { combiner });
-    await out.data();
+    await (into ? out.data(into) : out.data());
     out.dispose();
     if (i >= warmup) times.push(Number(process.hrtime.bigint() - t0) / 1e9);
   }
@@ -83,11 +86,16 @@ async function main() {
     [1, 2, 3, 4].map((s) => hb.ragged(idsOf(kind, batch * hotness, 100 * c + s), Int32Array.from({ length: batch + 1 }, (_, i) => i * hotness))),
   );
   const ours = cells.map(() => ({ sum: [], mean: [] }));
+  const oursInto = cells.map(() => ({ sum: [], mean: [] }));
   const theirs = cells.map(() => ({ sum: [], mean: [] }));
   let peer;
   for (let round = 0; round < rounds; round++) {
     for (let c = 0; c < cells.length; c++) {
-      for (const combiner of ['sum', 'mean']) ours[c][combiner].push(await ourSeconds(tables.get(cells[c][0]), batchesOf[c], combiner));
+      const [dim, batch] = cells[c];
+      for (const combiner of ['sum', 'mean']) {
+        ours[c][combiner].push(await ourSeconds(tables.get(dim), batchesOf[c], combiner));
+        oursInto[c][combiner].push(await ourSeconds(tables.get(dim), batchesOf[c], combiner, new Float32Array(batch * dim)));
+      }
     }
     peer = runTorchPeer('torch_embedding_grid.py', [rows, iters, threads, JSON.stringify(cells), warmup], { threads });
     if (peer.error) break;
@@ -98,30 +106,38 @@ async function main() {
   } else {
     console.log(blasLine(peer));
   }
-  const ratios = [];
+  const compared = !peer.error && !peer.reference;
+  const ratios = { new: [], into: [] };
   for (let c = 0; c < cells.length; c++) {
     const [dim, batch, hotness, kind] = cells[c];
     for (const combiner of ['sum', 'mean']) {
-      const mine = median(ours[c][combiner]);
       const cell = `${combiner}, dim ${dim}, batch ${batch}, ${hotness} id${hotness > 1 ? 's' : ''}/bag, ${kind === 'uniform' ? 'uniform' : 'power-law'} ids`;
-      let line = `lookup ${cell}: hb-ts ${(mine * 1e3).toFixed(3)} ms`;
-      if (!peer.error && !peer.reference) {
-        const perRound = ours[c][combiner].map((t, r) => theirs[c][combiner][r] / t);
+      let line = `lookup ${cell}:`;
+      // The issue's target stands on the read into a new array; the reused array's figure
+      // is printed beside it, with no target of its own.
+      for (const [read, times, label, target] of [['new', ours, 'new array', 1.5], ['into', oursInto, 'reused array', undefined]]) {
+        const mine = median(times[c][combiner]);
+        line += ` hb-ts (${label}) ${(mine * 1e3).toFixed(3)} ms`;
+        if (!compared) continue;
+        const perRound = times[c][combiner].map((t, r) => theirs[c][combiner][r] / t);
         const ratio = median(perRound);
-        ratios.push(ratio);
-        line += ` | PyTorch ${(median(theirs[c][combiner]) * 1e3).toFixed(3)} ms | ${ratio.toFixed(2)}x (rounds ${Math.min(...perRound).toFixed(2)}-${Math.max(...perRound).toFixed(2)})`;
+        ratios[read].push(ratio);
+        line += ` ${ratio.toFixed(2)}x (rounds ${Math.min(...perRound).toFixed(2)}-${Math.max(...perRound).toFixed(2)}) |`;
         record({
-          workload: `lookup ${cell} vs PyTorch embedding_bag`,
+          workload: `lookup ${cell}${read === 'into' ? ', read into a reused array,' : ''} vs PyTorch embedding_bag`,
           value: mine * 1e3, baseline: median(theirs[c][combiner]) * 1e3, unit: 'ms', higherIsBetter: false,
-          ratio, baselineName: `PyTorch ${peer.result.torch} embedding_bag, ${peer.result.threads} threads`, target: 1.5,
+          ratio, baselineName: `PyTorch ${peer.result.torch} embedding_bag, ${peer.result.threads} threads`, target,
         });
       }
+      if (compared) line += ` PyTorch ${(median(theirs[c][combiner]) * 1e3).toFixed(3)} ms`;
       console.log(line);
     }
   }
-  if (ratios.length) {
-    const met = ratios.filter((r) => r >= 1.5).length;
-    console.log(`${ratios.length} cells: median ${median(ratios).toFixed(2)}x PyTorch, range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x; ${met} at or above the 1.5x target`);
+  for (const [read, label] of [['new', 'read into a new array'], ['into', 'read into a reused array']]) {
+    const rs = ratios[read];
+    if (!rs.length) continue;
+    const met = rs.filter((r) => r >= 1.5).length;
+    console.log(`${rs.length} cells, ${label}: median ${median(rs).toFixed(2)}x PyTorch, range ${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}x; ${met} at or above 1.5x`);
   }
 }
 

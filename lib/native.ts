@@ -212,7 +212,7 @@ export interface NativeAddon {
   tensorFill(shape: number[], device: string, spec: NativeFillSpec): NativeTensorHandle;
   /** A CUDA device's free and total memory now, in bytes. */
   cudaMemoryInfo(device: string): { free: number; total: number };
-  tensorData(tensor: NativeTensorHandle): Promise<TypedArray>;
+  tensorData(tensor: NativeTensorHandle, into?: TypedArray): Promise<TypedArray>;
   /** A host tensor's values now (waits for the CPU queue); a device tensor is refused. */
   tensorDataSync(tensor: NativeTensorHandle): TypedArray;
   tensorClone(tensor: NativeTensorHandle): Promise<NativeTensorHandle>;

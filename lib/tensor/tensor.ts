@@ -39,9 +39,16 @@ export class Tensor {
     return this.handle.disposed;
   }
 
-  /** A new typed array with the values, read after all work queued before on the device. */
-  data(): Promise<TypedArray> {
-    return native.tensorData(this.handle);
+  /**
+   * The values, read after all work queued before on the device: in a new typed array, or
+   * written into `into` (the kind data() returns, of the tensor's size), which the promise
+   * then resolves to. A loop that passes the same `into` each time writes memory already
+   * mapped instead of new pages; transferring `into` before the promise settles rejects it.
+   */
+  data(): Promise<TypedArray>;
+  data<A extends TypedArray>(into: A): Promise<A>;
+  data(into?: TypedArray): Promise<TypedArray> {
+    return into === undefined ? native.tensorData(this.handle) : native.tensorData(this.handle, into);
   }
 
   /** The values as nested arrays (numbers, or bigints for int64). */
