@@ -9,15 +9,26 @@ namespace hb {
 
 namespace {
 
-// How many ids ahead the rows are prefetched: enough to hide DRAM latency behind the
-// adds of the rows in between. The look-ahead runs over the flat id stream, across bag
+// How far ahead the rows are prefetched: enough to hide DRAM latency behind the adds of
+// the rows in between. The look-ahead runs over the flat id stream, across bag
 // boundaries, so a bag's first rows are already on their way while the previous bag
 // finishes (bags of ~20 ids would otherwise start cold). The rows are fetched into L2,
 // not L1: 16 rows of dim 64 ahead are 64 lines in flight, more than L1 tracks, and the
 // loads then waited on DRAM anyway. On a 2-vCPU EPYC VM (Zen 4), 1M-row tables, 20 ids
 // a bag: 4096 bags of dim 64 1.57-1.91 -> 0.84-0.93 ms, of dim 128 3.0-3.1 -> 1.4-1.5 ms;
 // in the lookup grid the uniform 20-id cells went from 0.78-1.56x PyTorch to 1.39-2.68x.
-constexpr int64_t kPrefetchDistance = 24;
+// The distance is counted in cache lines, kPrefetchLines of them, and at least
+// kMinPrefetchIds ids: narrow rows need more ids ahead for as many lines in flight (24
+// ids of dim 16 are 24 lines; 96 of them: 4096 bags x 20 ids 330-345 -> 255-300 us,
+// 16384 bags 1.42-1.53 -> 1.02-1.20 ms; dim 32, 48 ids: 400 -> 305-335 us). Wide rows
+// gained nothing from more (dim 64 and 128 flat from 12 to 48 ids).
+constexpr int64_t kPrefetchLines = 96;
+constexpr int64_t kMinPrefetchIds = 24;
+
+constexpr int64_t prefetchDistance(int64_t dim) {
+  const int64_t lines = std::max<int64_t>(1, (dim * int64_t(sizeof(float)) + 63) / 64);
+  return std::max(kMinPrefetchIds, kPrefetchLines / lines);
+}
 
 // The kernel's 8-float vectors only live in registers of inlined code: the ABI note GCC
 // gives about passing them without AVX does not apply.

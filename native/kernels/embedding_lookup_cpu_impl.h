@@ -7,7 +7,7 @@
 
 namespace HB_LOOKUP_NAMESPACE {
 
-// Into L2 (locality 2: prefetcht1 on x86), not L1: see kPrefetchDistance.
+// Into L2 (locality 2: prefetcht1 on x86), not L1: see prefetchDistance.
 inline void prefetchRow(const float* row, int64_t dim) {
   const char* bytes = reinterpret_cast<const char*>(row);
   const int64_t size = dim * static_cast<int64_t>(sizeof(float));
@@ -27,18 +27,19 @@ inline FloatLanes loadLanes(const float* from) {
 inline void storeLanes(float* to, FloatLanes lanes) { std::memcpy(to, &lanes, sizeof(lanes)); }
 
 // Calls addRow(row, weight) for each entry of the bag that counts, prefetching the rows
-// kPrefetchDistance entries ahead, and returns what the sum is divided by (1 under sum,
+// `distance` entries ahead, and returns what the sum is divided by (1 under sum,
 // or when no entry counted; x / 1 is x, so callers may skip that division).
 template <typename Id, bool kWeighted, typename AddRow>
-inline float forEachBagRow(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, int64_t dim, AddRow addRow) {
+inline float forEachBagRow(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, int64_t dim, int64_t distance,
+                           AddRow addRow) {
   const int64_t begin = a.rowSplits[bag];
   const int64_t end = a.rowSplits[bag + 1];
   float weightSum = 0.0f;
   float squaredWeightSum = 0.0f;
   bool any = false;
   for (int64_t j = begin; j < end; ++j) {
-    if (j + kPrefetchDistance < a.numIds) {
-      const Id ahead = ids[j + kPrefetchDistance];
+    if (j + distance < a.numIds) {
+      const Id ahead = ids[j + distance];
       if (ahead >= 0) prefetchRow(a.table + static_cast<int64_t>(ahead) * dim, dim);
     }
     const Id id = ids[j];
@@ -72,7 +73,7 @@ inline void addWeightedRow(float* __restrict acc, const float* __restrict row, i
 // multiplies round once per lane, as the scalar code does. kDim == 0: any width, summed
 // in the output row.
 template <typename Id, bool kWeighted, bool kClipped, int kDim>
-inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag) {
+inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, int64_t distance) {
   const float maxNorm = a.maxNorm;
   if constexpr (kDim > 0) {
     static_assert(kDim % kFloatLanes == 0, "fixed widths are whole vectors");
@@ -80,7 +81,7 @@ inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag) 
     FloatLanes acc[kVectors];
 #pragma GCC unroll 16
     for (int v = 0; v < kVectors; ++v) acc[v] = FloatLanes{};
-    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, kDim, [&](const float* row, float weight) {
+    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, kDim, distance, [&](const float* row, float weight) {
       const float clipDivisor = kClipped ? clipByNormDivisor(row, kDim, maxNorm) : 1.0f;
 #pragma GCC unroll 16
       for (int v = 0; v < kVectors; ++v) {
@@ -96,7 +97,7 @@ inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag) 
   } else {
     float* __restrict out = a.out + bag * a.dim;
     for (int64_t k = 0; k < a.dim; ++k) out[k] = 0.0f;
-    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, a.dim, [&](const float* row, float weight) {
+    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, a.dim, distance, [&](const float* row, float weight) {
       addWeightedRow<kWeighted, kClipped>(out, row, a.dim, weight, maxNorm);
     });
     if (divisor != 1.0f) {
@@ -117,8 +118,9 @@ void lookupAllBags(const EmbeddingLookupArgs& a) {
   // otherwise be one chunk, on one core).
   const int64_t threads = threadPoolSize();
   if (threads > 1 && a.numIds >= 2048 * threads) grain = std::min(grain, (a.batch + threads - 1) / threads);
+  const int64_t distance = prefetchDistance(kDim > 0 ? kDim : a.dim);
   parallelFor(a.batch, grain, [&](int64_t first, int64_t last) {
-    for (int64_t bag = first; bag < last; ++bag) lookupBag<Id, kWeighted, kClipped, kDim>(a, ids, bag);
+    for (int64_t bag = first; bag < last; ++bag) lookupBag<Id, kWeighted, kClipped, kDim>(a, ids, bag, distance);
   });
 }
 
