@@ -1,5 +1,6 @@
 // hb.tensor from arrays of every kind and state, then reads and copies while the array
-// is transferred, shrunk or dropped, and use after dispose.
+// is transferred, shrunk or dropped, reads into arrays of every kind and state, and use
+// after dispose.
 'use strict';
 module.exports = {
   name: 'tensors',
@@ -16,6 +17,11 @@ module.exports = {
     if (global.gc && r.chance(0.3)) global.gc();
     const [, copy] = await Promise.all(queued);
     if (copy) await attempt('copy.data', () => copy.data());
+    // A read into an array of any kind, length and state, disturbed while it waits.
+    const into = r.typedArray(r.pick(['f32', 'f64', 'i32', 'i64', 'any']), r.chance(0.7) ? n : r.size(), () => 0);
+    const reading = attempt('data(into)', () => (copy || t).data(into.array));
+    r.disturb(into);
+    await reading;
     if (r.chance(0.4)) {
       t.dispose();
       await attempt('after dispose', () => t.data());

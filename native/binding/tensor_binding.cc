@@ -192,23 +192,20 @@ Napi::Value tensorDataInto(const Napi::CallbackInfo& info, const Tensor& source)
     read.Resolve(into);
     return read.Promise();
   }
-  // The array stays JS's while the read waits its turn (JS may transfer it meanwhile), so
-  // its bytes are written on the JS thread once the values are final: straight from a
-  // host tensor, through a host block from a device's.
-  std::shared_ptr<Buffer> staged;
-  if (source.device().isCuda()) staged = Buffer::allocate(Device::cpu(), source.bytes());
+  // The values are taken in queue order (a variable's may change in work queued after
+  // the read) into a host block, and written into the array on the JS thread: it stays
+  // JS's while the read waits its turn, and JS may transfer it meanwhile.
+  std::shared_ptr<Buffer> staged = Buffer::allocate(Device::cpu(), source.bytes());
   auto destination = std::make_shared<Napi::Reference<Napi::TypedArray>>(Napi::Persistent(into));
   return schedule(env, source.device(), makeTask(
-      [source, staged] {
-        if (staged) copyBytes(staged->data(), Device::cpu(), source.buffer->data(), source.device(), source.bytes());
-      },
+      [source, staged] { copyBytes(staged->data(), Device::cpu(), source.buffer->data(), source.device(), source.bytes()); },
       [source, staged, destination](Napi::Env env) -> Napi::Value {
         Napi::TypedArray array = destination->Value();
         void* data = readDestinationData(array);
         if (data == nullptr || int64_t(array.ElementLength()) != source.size()) {
           throw Napi::Error::New(env, "tensor.data: into was detached (transferred) before the read finished");
         }
-        copyBytes(data, Device::cpu(), staged ? staged->data() : source.buffer->data(), Device::cpu(), source.bytes());
+        copyBytes(data, Device::cpu(), staged->data(), Device::cpu(), source.bytes());
         return array;
       }));
 }
