@@ -349,9 +349,15 @@ describe('hb.tensor()', () => {
       expect(Array.from(view as ArrayLike<unknown>)).toEqual(Array.from(values as ArrayLike<unknown>));
       t.dispose();
     }
+    // An empty tensor into an empty array (which may have no memory at all), at once and
+    // queued on the suite's device.
+    const empty = hb.tensor(new Float32Array(0));
+    const none = new Float32Array(0);
+    expect(await empty.data(none)).toBe(none);
     // Queued behind a 256 MiB fill on the host: written once the values are final.
     const cpu = { device: 'cpu' } as const;
     const big = hb.variable(hb.initializers.constant(1), { shape: [1 << 26], ...cpu });
+    expect(await hb.tensor(new Float32Array(0), undefined, undefined, cpu).data(none)).toBe(none);
     const small = hb.variable(hb.initializers.constant(2.5), { shape: [1 << 18], ...cpu });
     const into = new Float32Array(1 << 18);
     // A variable is read in queue order: the assign queued after the read is not seen.
@@ -394,7 +400,7 @@ describe('hb.tensor()', () => {
     const into = new Float32Array(1 << 18);
     const pending = queued.data(into);
     const moved = new Float32Array(structuredClone(into.buffer, { transfer: [into.buffer] }));
-    await expect(pending).rejects.toThrow('tensor.data: into was detached (transferred) before the read finished');
+    await expect(pending).rejects.toThrow('tensor.data: into was transferred, detached or resized to 0 values before the read finished');
     expect(moved.every((x) => x === 0)).toBe(true);
     t.dispose();
     expect(() => t.data(new Float32Array(6))).toThrow(/disposed/);

@@ -171,11 +171,10 @@ Napi::TypedArray readDestination(const Napi::Value& into, const Tensor& source) 
   return array;
 }
 
-// Where `into`'s values start now, or null when its ArrayBuffer has been detached.
+// Where `into`'s values start now. Valid only while its ArrayBuffer is attached (an empty
+// one may have no memory at all: null).
 void* readDestinationData(Napi::TypedArray into) {
-  Napi::ArrayBuffer buffer = into.ArrayBuffer();
-  if (buffer.IsDetached()) return nullptr;
-  return static_cast<uint8_t*>(buffer.Data()) + into.ByteOffset();
+  return static_cast<uint8_t*>(into.ArrayBuffer().Data()) + into.ByteOffset();
 }
 
 // tensorData(handle, into): a promise of the tensor's values in `into`, read after every
@@ -201,11 +200,13 @@ Napi::Value tensorDataInto(const Napi::CallbackInfo& info, const Tensor& source)
       [source, staged] { copyBytes(staged->data(), Device::cpu(), source.buffer->data(), source.device(), source.bytes()); },
       [source, staged, destination](Napi::Env env) -> Napi::Value {
         Napi::TypedArray array = destination->Value();
-        void* data = readDestinationData(array);
-        if (data == nullptr || int64_t(array.ElementLength()) != source.size()) {
-          throw Napi::Error::New(env, "tensor.data: into was detached (transferred) before the read finished");
+        // Re-read: JS may have transferred or resized its buffer while the read waited (a
+        // view past a shrunk buffer's end has length 0).
+        if (array.ArrayBuffer().IsDetached() || int64_t(array.ElementLength()) != source.size()) {
+          throw Napi::Error::New(env, "tensor.data: into was transferred, detached or resized to " +
+                                          std::to_string(array.ElementLength()) + " values before the read finished");
         }
-        copyBytes(data, Device::cpu(), staged->data(), Device::cpu(), source.bytes());
+        copyBytes(readDestinationData(array), Device::cpu(), staged->data(), Device::cpu(), source.bytes());
         return array;
       }));
 }
