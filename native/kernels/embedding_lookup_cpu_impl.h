@@ -8,12 +8,14 @@
 namespace HB_LOOKUP_NAMESPACE {
 
 // Every cache line the row touches, into L2 (locality 2: prefetcht1 on x86), not L1: see
-// prefetchDistance. A row that starts mid-line (an odd width) reaches one line more than
-// its size in lines.
+// prefetchDistance. Rows of whole lines start on a line (host blocks are 64-byte
+// aligned); a row of another width may start mid-line and reach one line past its size in
+// lines, which the prefetch of its last byte covers.
 inline void prefetchRow(const float* row, int64_t dim) {
-  const uintptr_t first = reinterpret_cast<uintptr_t>(row) & ~uintptr_t(63);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(row + dim);
-  for (uintptr_t line = first; line < end; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 2);
+  const char* bytes = reinterpret_cast<const char*>(row);
+  const int64_t size = dim * static_cast<int64_t>(sizeof(float));
+  for (int64_t offset = 0; offset < size; offset += 64) __builtin_prefetch(bytes + offset, 0, 2);
+  if (size % 64 != 0) __builtin_prefetch(bytes + size - 1, 0, 2);
 }
 
 // 8 floats: one AVX register, two SSE registers, or plain scalar code on other targets.
