@@ -3,7 +3,7 @@
 // device's free memory before they are allocated, so a model that cannot fit stops
 // before its largest tables are made, with what it needed, instead of failing (or
 // swapping) in the middle of an allocation.
-import { AsyncLocalStorage } from 'async_hooks';
+import { ScopedValue } from './scoped_value';
 import { formatBytes } from './format_bytes';
 
 interface DeviceBudget {
@@ -18,7 +18,7 @@ interface Budget {
 
 // Follows the build through its awaits (and only it): another model built meanwhile is
 // not counted against it.
-const current = new AsyncLocalStorage<Budget>();
+const current = new ScopedValue<Budget>();
 
 /** Runs `build` counting the tables it makes against `free(device)` (undefined: not counted). */
 export function withMemoryBudget<T>(free: (device: string) => number | undefined, build: () => Promise<T>): Promise<T> {
@@ -27,7 +27,7 @@ export function withMemoryBudget<T>(free: (device: string) => number | undefined
 
 /** Counts `bytes` of `what` on `device`; throws, before anything is allocated, when they do not fit. */
 export function reserveMemory(device: string, bytes: number, what: string): void {
-  const budget = current.getStore();
+  const budget = current.get();
   if (!budget) return;
   let b = budget.devices.get(device);
   if (!b) {

@@ -1,10 +1,10 @@
 // hb.variable: a tensor that owns its memory and that optimizers update in place.
-import { AsyncLocalStorage } from 'async_hooks';
 import { resolveDevice } from '../backend';
 import { Initializer } from '../initializers/initializers';
 import { seedFor } from '../initializers/random_seed';
 import { native } from '../native';
 import { checkDType, DType, dtypeOfTypedArray, isTypedArray, TypedArray, typedArrayFrom } from './dtype';
+import { ScopedValue } from './scoped_value';
 import { Tensor } from './tensor';
 import { checkOptionKeys } from '../option_keys';
 
@@ -88,7 +88,7 @@ export class Variable extends Tensor {
 // nothing runs on.
 // The flag follows the planning build through its awaits (and only it), so a model
 // trained meanwhile makes real variables.
-const planning = new AsyncLocalStorage<boolean>();
+const planning = new ScopedValue<boolean>();
 
 /** @internal Runs `build` with variables made without memory (see isPlanning). */
 export function withPlannedVariables<T>(build: () => Promise<T>): Promise<T> {
@@ -97,14 +97,14 @@ export function withPlannedVariables<T>(build: () => Promise<T>): Promise<T> {
 
 /** @internal Whether variables made now are planned ones. */
 export function isPlanning(): boolean {
-  return planning.getStore() === true;
+  return planning.get() === true;
 }
 
 // While a model is built that will be restored from a checkpoint at once (nothing trained
 // since), a variable the checkpoint holds is made as zeros: its initializer's values would
 // be overwritten by the restore (a 16M x 64 truncated-normal table takes ~19 s to fill on
 // 2 cores). The restore either succeeds or stops the run, so the zeros are never trained.
-const restoredSoon = new AsyncLocalStorage<ReadonlySet<string>>();
+const restoredSoon = new ScopedValue<ReadonlySet<string>>();
 
 /** @internal Runs `build` with the variables named in `names` made as zeros (see restoredSoon). */
 export function withRestoredNames<T>(names: ReadonlySet<string>, build: () => Promise<T>): Promise<T> {
@@ -165,7 +165,7 @@ export function variable(initialValue: VariableInitialValue, options: VariableOp
     }
     const shard = options.shardOf;
     const whole = shard ? [shard.rows, ...options.shape.slice(1)] : options.shape;
-    const given = restoredSoon.getStore()?.has(name) ? 'restored' : initialValue.valuesFor(whole);
+    const given = restoredSoon.get()?.has(name) ? 'restored' : initialValue.valuesFor(whole);
     if (given === 'restored') {
       handle = native.tensorFill(options.shape, device, { kind: 'constant', value: 0 });
     } else if (given) {
