@@ -186,6 +186,33 @@ describe('Estimator checkpoints', () => {
 });
 
 describe('Estimator predict and errors', () => {
+  test('training steps go through the worker, so the event loop turns between them; small predictions may not', async () => {
+    const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: quiet() });
+    const batches: hb.estimator.Batch[] = [];
+    for await (const b of dataset(8 * 40, TRAIN, 8)()) batches.push(b);
+    // Turns of the event loop while `work` runs (timers, signals and input are served there).
+    const turnsDuring = async (work: () => Promise<unknown>) => {
+      let turns = 0;
+      let done = false;
+      const count = () => {
+        turns++;
+        if (!done) setImmediate(count);
+      };
+      setImmediate(count);
+      await work();
+      done = true;
+      return turns;
+    };
+    await est.train(() => batches.slice(0, 2), { steps: 2 }); // built and warm
+    // Premade batches of 8 rows: each step is quick, yet training must not hold the loop
+    // (steps run on the JS thread gave 0 turns; how many it takes otherwise depends on how
+    // many finished steps one turn collects).
+    expect(await turnsDuring(() => est.train(() => batches, { steps: 40 }))).toBeGreaterThan(0);
+    const predictions: number[] = [];
+    for await (const p of est.predict(() => batches.slice(0, 2))) predictions.push(p.probs as number);
+    expect(predictions).toHaveLength(16);
+  });
+
   test('predict yields one object per example with each prediction', async () => {
     const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: quiet() });
     const rows: Array<Record<string, number | Float32Array>> = [];

@@ -295,6 +295,35 @@ describe('micro-batching', () => {
     await expect(model.predict(batches[0].features)).rejects.toThrow(/closed/);
   });
 
+  test('a small prediction with nothing queued runs on the JS thread; a larger one goes to the worker; both give the same rows', async () => {
+    const { est, base } = await trained(dlrm(), 1);
+    await est.exportSavedModel(path.join(base, 'export'));
+    const model = await hb.serving.loadModel(path.join(base, 'export'));
+    const rows = await firstBatch(dataset(2048, EVAL, 512));
+    const first = (await firstBatch(dataset(2048, EVAL, 1))).features; // the same first row
+    // Settled within microtasks alone: no turn of the event loop, where a result from the
+    // worker would come back.
+    const settlesAtOnce = async (features: hb.estimator.Batch['features']) => {
+      let out: Float32Array | undefined;
+      void model.predict(features).then((r) => (out = r.probs));
+      for (let i = 0; i < 500 && out === undefined; i++) await Promise.resolve();
+      const atOnce = out !== undefined;
+      while (out === undefined) await new Promise((r) => setImmediate(r));
+      return { atOnce, probs: Array.from(out) };
+    };
+    const cold = await settlesAtOnce(first); // no run of this model yet: to the worker, timed
+    // Once a run of one row was quick (a busy machine may slow one: a few tries).
+    const warm = [];
+    for (let i = 0; i < 5; i++) warm.push(await settlesAtOnce(first));
+    const larger = await settlesAtOnce(rows.features); // 512 rows: more than any quick run
+    expect(cold.atOnce).toBe(false);
+    expect(warm.some((w) => w.atOnce)).toBe(true);
+    expect(larger.atOnce).toBe(false);
+    for (const w of warm) expect(w.probs).toEqual(cold.probs);
+    expect(larger.probs[0]).toBe(cold.probs[0]);
+    await model.close();
+  });
+
   test('close() waits for the predictions in flight', async () => {
     const { est, base } = await trained(dlrm(), 1);
     await est.exportSavedModel(path.join(base, 'export'));

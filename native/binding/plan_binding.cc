@@ -164,6 +164,22 @@ Napi::Value typedArrayOf(Napi::Env env, const Tensor& t) {
   return array;
 }
 
+// A step whose last run, at no smaller a batch, took up to this much native time may run
+// on the JS thread: a batch-1 serving request's kernels take ~40 us, against ~100 us for
+// the trip to the worker and back and the JS thread's wake-up (2-vCPU EPYC VM).
+constexpr double kStepOnJsThreadMs = 0.25;
+
+// Only a host plan with nothing queued, no earlier promise waiting, no exchange with other
+// ranks (its run would wait on them) and no optimizer (training loops keep yielding to the
+// event loop between steps: timers, signals, input), at a batch no larger than a recent
+// run that was that quick.
+bool runsOnJsThread(Napi::Env env, const Plan& plan, int64_t batch) {
+  if (plan.device().isCuda() || plan.hasExchanges() || plan.optimizerCount() > 0) return false;
+  const int64_t last = plan.lastBatch();
+  if (last < 0 || batch > last || plan.lastNativeMs() > kStepOnJsThreadMs) return false;
+  return canSettleNow(env, plan.device());
+}
+
 // planRun(plan, batchSize, feeds: TypedArray[], hypers: object[], fetch: number[], globalStep?)
 //   -> Promise<{ outputs: TypedArray[], nativeMs }>
 Napi::Value planRun(const Napi::CallbackInfo& info) {
@@ -213,6 +229,22 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
     globalStep = int64_t(step);
   }
   auto result = std::make_shared<Plan::RunResult>();
+  auto resolveOutputs = [result](Napi::Env env) -> Napi::Value {
+    Napi::Object out = Napi::Object::New(env);
+    Napi::Array outputs = Napi::Array::New(env, result->fetched.size());
+    for (size_t i = 0; i < result->fetched.size(); ++i) outputs.Set(uint32_t(i), typedArrayOf(env, result->fetched[i]));
+    out.Set("outputs", outputs);
+    out.Set("nativeMs", Napi::Number::New(env, result->nativeMs));
+    return out;
+  };
+  if (runsOnJsThread(env, *plan, int64_t(batch))) {
+    return settleNow(env, makeTask(
+        [plan, feeds, hypers, fetch, batch, result, globalStep] {
+          *result = plan->run(int64_t(batch), feeds, hypers, fetch, globalStep);
+          plan->noteRun(int64_t(batch), result->nativeMs);
+        },
+        resolveOutputs));
+  }
   // A GPU plan that reads and updates tables in host memory (embDevice: 'cpu', dynamic
   // tables) waits for work queued on the CPU's executor (their initial fill, a copy), as
   // a task on one device waits for another device's queued writes before reading them.
@@ -222,15 +254,9 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
       [plan, feeds, hypers, fetch, batch, result, globalStep, hostReady] {
         if (hostReady.valid()) hostReady.wait();
         *result = plan->run(int64_t(batch), feeds, hypers, fetch, globalStep);
+        plan->noteRun(int64_t(batch), result->nativeMs);
       },
-      [result](Napi::Env env) -> Napi::Value {
-        Napi::Object out = Napi::Object::New(env);
-        Napi::Array outputs = Napi::Array::New(env, result->fetched.size());
-        for (size_t i = 0; i < result->fetched.size(); ++i) outputs.Set(uint32_t(i), typedArrayOf(env, result->fetched[i]));
-        out.Set("outputs", outputs);
-        out.Set("nativeMs", Napi::Number::New(env, result->nativeMs));
-        return out;
-      }));
+      resolveOutputs));
 }
 
 // planTellPeersOfFailure(plan, why) -> Promise<void>: this rank will not run the step it

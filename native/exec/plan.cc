@@ -197,6 +197,7 @@ void Plan::validate() {
     }
   }
   optimizerCount_ = optimizers;
+  for (const PlanStep& s : steps_) hasExchanges_ = hasExchanges_ || s.kernel->collective != 0;
 }
 
 void Plan::tellPeersOfFailure(size_t firstStep, const std::string& why) const {

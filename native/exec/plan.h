@@ -15,6 +15,7 @@
 // (placement Any) move lookup outputs and gradients between the two.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,18 @@ class Plan {
   // tables): its runs must wait for work queued on the CPU's executor.
   bool readsHostParameters() const { return readsHostParameters_; }
   size_t optimizerCount() const { return optimizerCount_; }
+  // Whether a run exchanges with other ranks (a collective step): such a run waits on
+  // its peers, so it never runs on the JS thread.
+  bool hasExchanges() const { return hasExchanges_; }
+
+  // A host plan's recent runs, for planRun's choice of running a small step on the JS
+  // thread: the batch and native time of the last run (any thread; last writer wins).
+  void noteRun(int64_t batch, double nativeMs) {
+    lastBatch_.store(batch, std::memory_order_relaxed);
+    lastNativeMs_.store(nativeMs, std::memory_order_relaxed);
+  }
+  int64_t lastBatch() const { return lastBatch_.load(std::memory_order_relaxed); }
+  double lastNativeMs() const { return lastNativeMs_.load(std::memory_order_relaxed); }
 
  private:
   void validate();
@@ -110,6 +123,9 @@ class Plan {
   std::vector<std::shared_ptr<Buffer>> storage_;
   std::vector<std::shared_ptr<Buffer>> dynamic_;  // per value: the memory a Dynamic value last had
   size_t optimizerCount_ = 0;
+  bool hasExchanges_ = false;
+  std::atomic<int64_t> lastBatch_{-1};
+  std::atomic<double> lastNativeMs_{0.0};
 };
 
 // The shape `shape` (with -1 / -2 dims) takes for a fed tensor of `size` elements and a
