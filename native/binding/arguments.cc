@@ -226,6 +226,8 @@ TypedArrayValues checkedTypedArray(const Napi::Value& value, const char* argumen
     case napi_bigint64_array: out.dtype = DType::Int64; break;
     case napi_uint16_array:
       if (halfAs != nullptr) {
+        HB_CHECK_CODE(dtypeSize(*halfAs) == 2, Internal, argument, ": a Uint16Array holds 16-bit values, not ",
+                      dtypeName(*halfAs));
         out.dtype = *halfAs;
         break;
       }

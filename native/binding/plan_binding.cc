@@ -164,19 +164,26 @@ Napi::Value typedArrayOf(Napi::Env env, const Tensor& t) {
   return array;
 }
 
-// A step whose last run, at no smaller a batch, took up to this much native time may run
-// on the JS thread: a batch-1 serving request's kernels take ~40 us, against ~100 us for
-// the trip to the worker and back and the JS thread's wake-up (2-vCPU EPYC VM).
+// A step whose last run, with no smaller a batch and no more values fed, took up to this
+// much native time may run on the JS thread: a batch-1 serving request's kernels take
+// ~40 us, against ~100 us for the trip to the worker and back and the JS thread's wake-up
+// (2-vCPU EPYC VM).
 constexpr double kStepOnJsThreadMs = 0.25;
+// Then every so many runs in a row one goes through the worker anyway, so a loop of them
+// over input already in memory (an evaluation, a predict loop) still lets the event loop
+// turn every few milliseconds.
+constexpr int kStepsOnJsThreadInARow = 16;
 
 // Only a host plan with nothing queued, no earlier promise waiting, no exchange with other
-// ranks (its run would wait on them) and no optimizer (training loops keep yielding to the
-// event loop between steps: timers, signals, input), at a batch no larger than a recent
-// run that was that quick.
-bool runsOnJsThread(Napi::Env env, const Plan& plan, int64_t batch) {
+// ranks (its run would wait on them) and no optimizer (training loops turn the event loop
+// between steps: timers, signals, input).
+bool runsOnJsThread(Napi::Env env, Plan& plan, int64_t batch, int64_t fedValues) {
   if (plan.device().isCuda() || plan.hasExchanges() || plan.optimizerCount() > 0) return false;
-  const int64_t last = plan.lastBatch();
-  if (last < 0 || batch > last || plan.lastNativeMs() > kStepOnJsThreadMs) return false;
+  const Plan::RecentRuns& last = plan.recentRuns();
+  if (last.batch < 0 || batch > last.batch || fedValues > last.fedValues || last.nativeMs > kStepOnJsThreadMs ||
+      last.onJsThreadInARow >= kStepsOnJsThreadInARow) {
+    return false;
+  }
   return canSettleNow(env, plan.device());
 }
 
@@ -229,7 +236,12 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
     globalStep = int64_t(step);
   }
   auto result = std::make_shared<Plan::RunResult>();
-  auto resolveOutputs = [result](Napi::Env env) -> Napi::Value {
+  int64_t fedValues = 0;
+  for (const Tensor& feed : feeds) fedValues += feed.size();
+  const bool onJsThread = runsOnJsThread(env, *plan, int64_t(batch), fedValues);
+  auto resolveOutputs = [plan, result, batch, fedValues, onJsThread](Napi::Env env) -> Napi::Value {
+    Plan::RecentRuns& recent = plan->recentRuns();
+    recent = {int64_t(batch), fedValues, result->nativeMs, onJsThread ? recent.onJsThreadInARow + 1 : 0};
     Napi::Object out = Napi::Object::New(env);
     Napi::Array outputs = Napi::Array::New(env, result->fetched.size());
     for (size_t i = 0; i < result->fetched.size(); ++i) outputs.Set(uint32_t(i), typedArrayOf(env, result->fetched[i]));
@@ -237,11 +249,10 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
     out.Set("nativeMs", Napi::Number::New(env, result->nativeMs));
     return out;
   };
-  if (runsOnJsThread(env, *plan, int64_t(batch))) {
+  if (onJsThread) {
     return settleNow(env, makeTask(
         [plan, feeds, hypers, fetch, batch, result, globalStep] {
           *result = plan->run(int64_t(batch), feeds, hypers, fetch, globalStep);
-          plan->noteRun(int64_t(batch), result->nativeMs);
         },
         resolveOutputs));
   }
@@ -254,7 +265,6 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
       [plan, feeds, hypers, fetch, batch, result, globalStep, hostReady] {
         if (hostReady.valid()) hostReady.wait();
         *result = plan->run(int64_t(batch), feeds, hypers, fetch, globalStep);
-        plan->noteRun(int64_t(batch), result->nativeMs);
       },
       resolveOutputs));
 }

@@ -15,7 +15,6 @@
 // (placement Any) move lookup outputs and gradients between the two.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,14 +98,16 @@ class Plan {
   // its peers, so it never runs on the JS thread.
   bool hasExchanges() const { return hasExchanges_; }
 
-  // A host plan's recent runs, for planRun's choice of running a small step on the JS
-  // thread: the batch and native time of the last run (any thread; last writer wins).
-  void noteRun(int64_t batch, double nativeMs) {
-    lastBatch_.store(batch, std::memory_order_relaxed);
-    lastNativeMs_.store(nativeMs, std::memory_order_relaxed);
-  }
-  int64_t lastBatch() const { return lastBatch_.load(std::memory_order_relaxed); }
-  double lastNativeMs() const { return lastNativeMs_.load(std::memory_order_relaxed); }
+  // What planRun knows of this plan's last run, to choose whether a small step may run
+  // on the JS thread: its batch, how many values were fed, its native time, and how many
+  // runs in a row ran there. Read and written on the JS thread only (when a run settles).
+  struct RecentRuns {
+    int64_t batch = -1;
+    int64_t fedValues = 0;
+    double nativeMs = 0;
+    int onJsThreadInARow = 0;
+  };
+  RecentRuns& recentRuns() { return recent_; }
 
  private:
   void validate();
@@ -124,8 +125,7 @@ class Plan {
   std::vector<std::shared_ptr<Buffer>> dynamic_;  // per value: the memory a Dynamic value last had
   size_t optimizerCount_ = 0;
   bool hasExchanges_ = false;
-  std::atomic<int64_t> lastBatch_{-1};
-  std::atomic<double> lastNativeMs_{0.0};
+  RecentRuns recent_;
 };
 
 // The shape `shape` (with -1 / -2 dims) takes for a fed tensor of `size` elements and a
