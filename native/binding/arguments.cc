@@ -192,15 +192,6 @@ void refuseSharedMemory(const Napi::Value& value, const std::string& argument) {
   }
 }
 
-namespace {
-
-// A typed array hb-ts reads, checked: its dtype, where its values start, how many.
-struct TypedArrayValues {
-  DType dtype;
-  void* data;
-  size_t length;
-};
-
 // One napi_get_typedarray_info for kind, place and length (planRun copies dozens of feeds
 // per call: a batch-1 serving request spent ~50 us taking them).
 TypedArrayValues checkedTypedArray(const Napi::Value& value, const char* argument, const DType* halfAs) {
@@ -241,8 +232,6 @@ TypedArrayValues checkedTypedArray(const Napi::Value& value, const char* argumen
   }
   return out;
 }
-
-}  // namespace
 
 Tensor viewTypedArray(const Napi::Value& value, const char* argument, const DType* halfAs) {
   Napi::Env env = value.Env();

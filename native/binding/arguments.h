@@ -29,6 +29,16 @@ void refuseSharedMemory(const Napi::Value& value, const std::string& argument);
 // rowOffset? }) for a float32 tensor of `shape` (defined with tensorFill).
 FillSpec fillSpecArgument(const Napi::Object& spec, const std::vector<int64_t>& shape);
 
+// A typed array hb-ts reads, checked: its dtype, where its values start, how many.
+struct TypedArrayValues {
+  DType dtype;
+  void* data;
+  size_t length;
+};
+// The checks every typed array from JS passes (the kind, shared memory, a detached
+// buffer), with `argument` in their errors; a Uint16Array only as `halfAs`, as below.
+TypedArrayValues checkedTypedArray(const Napi::Value& value, const char* argument, const DType* halfAs = nullptr);
+
 // A host tensor viewing a Float32Array, Float64Array, Int32Array or BigInt64Array
 // without copying. The view holds a reference to the array until it is released, which
 // must happen on the JS thread (tasks guarantee it; see async_task.h).

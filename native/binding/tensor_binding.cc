@@ -149,9 +149,9 @@ std::pair<napi_typedarray_type, const char*> typedArrayKindOf(DType dtype) {
   failWith(ErrorCode::Internal, "unknown dtype");
 }
 
-// `into`, checked to take `source`'s values: a typed array of its kind and length, not
-// over shared memory, not detached.
-Napi::TypedArray readDestination(const Napi::Value& into, const Tensor& source) {
+// `into`, checked to take `source`'s values: a typed array of its kind and length (and
+// the checks every array from JS passes); where its values start.
+void* readDestination(const Napi::Value& into, const Tensor& source) {
   Napi::Env env = into.Env();
   const auto [kind, kindName] = typedArrayKindOf(source.dtype);
   const std::string wanted = std::string("a ") + kindName + " of " + std::to_string(source.size()) +
@@ -159,22 +159,12 @@ Napi::TypedArray readDestination(const Napi::Value& into, const Tensor& source) 
   if (!into.IsTypedArray() || into.As<Napi::TypedArray>().TypedArrayType() != kind) {
     throw Napi::TypeError::New(env, "tensor.data: into must be " + wanted);
   }
-  refuseSharedMemory(into, "tensor.data: into");
-  Napi::TypedArray array = into.As<Napi::TypedArray>();
-  if (array.ArrayBuffer().IsDetached()) {
-    throw Napi::Error::New(env, "tensor.data: into's ArrayBuffer was transferred or detached");
-  }
-  if (int64_t(array.ElementLength()) != source.size()) {
-    throw jsError(env, "tensor.data: into has " + std::to_string(array.ElementLength()) + " values; it must be " + wanted,
+  const TypedArrayValues values = checkedTypedArray(into, "tensor.data: into", &source.dtype);
+  if (int64_t(values.length) != source.size()) {
+    throw jsError(env, "tensor.data: into has " + std::to_string(values.length) + " values; it must be " + wanted,
                   ErrorCode::Shape);
   }
-  return array;
-}
-
-// Where `into`'s values start now. Valid only while its ArrayBuffer is attached (an empty
-// one may have no memory at all: null).
-void* readDestinationData(Napi::TypedArray into) {
-  return static_cast<uint8_t*>(into.ArrayBuffer().Data()) + into.ByteOffset();
+  return values.data;
 }
 
 // tensorData(handle, into): a promise of the tensor's values in `into`, read after every
@@ -184,9 +174,10 @@ void* readDestinationData(Napi::TypedArray into) {
 // into).
 Napi::Value tensorDataInto(const Napi::CallbackInfo& info, const Tensor& source) {
   Napi::Env env = info.Env();
-  Napi::TypedArray into = readDestination(info[1], source);
+  void* data = readDestination(info[1], source);
+  Napi::TypedArray into = info[1].As<Napi::TypedArray>();
   if (canSettleNow(env, source.device())) {
-    copyBytes(readDestinationData(into), Device::cpu(), source.buffer->data(), Device::cpu(), source.bytes());
+    copyBytes(data, Device::cpu(), source.buffer->data(), Device::cpu(), source.bytes());
     Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
     read.Resolve(into);
     return read.Promise();
@@ -206,7 +197,8 @@ Napi::Value tensorDataInto(const Napi::CallbackInfo& info, const Tensor& source)
           throw Napi::Error::New(env, "tensor.data: into was transferred, detached or resized to " +
                                           std::to_string(array.ElementLength()) + " values before the read finished");
         }
-        copyBytes(readDestinationData(array), Device::cpu(), staged->data(), Device::cpu(), source.bytes());
+        void* data = static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset();
+        copyBytes(data, Device::cpu(), staged->data(), Device::cpu(), source.bytes());
         return array;
       }));
 }
