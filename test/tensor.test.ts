@@ -357,7 +357,10 @@ describe('hb.tensor()', () => {
     // Queued behind a 256 MiB fill on the host: written once the values are final.
     const cpu = { device: 'cpu' } as const;
     const big = hb.variable(hb.initializers.constant(1), { shape: [1 << 26], ...cpu });
-    expect(await hb.tensor(new Float32Array(0), undefined, undefined, cpu).data(none)).toBe(none);
+    // A promise still to settle keeps a read off the JS thread, however fast the fill ran.
+    const emptyOnHost = hb.tensor(new Float32Array(0), undefined, undefined, cpu);
+    const [, emptyRead] = await Promise.all([emptyOnHost.clone(), emptyOnHost.data(none)]);
+    expect(emptyRead).toBe(none);
     const small = hb.variable(hb.initializers.constant(2.5), { shape: [1 << 18], ...cpu });
     const into = new Float32Array(1 << 18);
     // A variable is read in queue order: the assign queued after the read is not seen.
@@ -398,12 +401,16 @@ describe('hb.tensor()', () => {
     const queued = hb.tensor(new Float32Array(1 << 18).fill(3), undefined, undefined, cpu);
     const big = hb.variable(hb.initializers.constant(1), { shape: [1 << 26], ...cpu });
     const into = new Float32Array(1 << 18);
+    // The clone's promise, still to settle, keeps the read queued (the fill alone could be
+    // done by now: a pause of this thread, a warm block).
+    const cloned = queued.clone();
     const pending = queued.data(into);
     const moved = new Float32Array(structuredClone(into.buffer, { transfer: [into.buffer] }));
     await expect(pending).rejects.toThrow('tensor.data: into was transferred, detached or resized to 0 values before the read finished');
     expect(moved.every((x) => x === 0)).toBe(true);
     t.dispose();
     expect(() => t.data(new Float32Array(6))).toThrow(/disposed/);
+    (await cloned).dispose();
     big.dispose();
     queued.dispose();
   });
