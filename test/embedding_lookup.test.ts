@@ -88,6 +88,48 @@ describe('hb.nn.embeddingLookupSparse', () => {
     }
   }
 
+  // The CPU kernel checks ids, splits and weights as it reads them, in each of its
+  // variants; the Error names the first offender whichever thread met it.
+  test('every lookup variant refuses an id past the table and a NaN weight, naming the first, and reads on', async () => {
+    const rows = 50;
+    for (const dim of [3, 16, 64]) {
+      const table = randomTable(randomSource(dim), rows, dim);
+      const params = hb.variable(table, { shape: [rows, dim], name: `refusing_${dim}` });
+      for (const weighted of [false, true]) {
+        for (const maxNorm of [undefined, 1.5]) {
+          for (const int32 of [false, true]) {
+            const r = randomRagged(randomSource(dim + 3), 40, rows, 6, weighted);
+            const n = r.values.length;
+            const values = BigInt64Array.from(r.values);
+            values[n >> 1] = BigInt(rows);
+            values[n - 1] = BigInt(rows + 7);
+            const ids = int32 ? Int32Array.from(values, Number) : values;
+            const call = (v: BigInt64Array | Int32Array, w?: Float32Array) =>
+              hb.nn.embeddingLookupSparse(params, hb.ragged(v, r.rowSplits, w), { combiner: 'mean', maxNorm });
+            await expect(call(ids, r.weights)).rejects.toThrow(
+              `embeddingLookupSparse(refusing_${dim}): ids.values[${n >> 1}] = ${rows} is out of range: the table has ${rows} rows`,
+            );
+            if (weighted) {
+              // On a pruned (negative) id too: a NaN weight is refused wherever it is.
+              const weights = Float32Array.from(r.weights!);
+              weights[n - 2] = NaN;
+              const pruned = BigInt64Array.from(r.values);
+              pruned[n - 2] = -1n;
+              await expect(call(int32 ? Int32Array.from(pruned, Number) : pruned, weights)).rejects.toThrow(
+                `embeddingLookupSparse(refusing_${dim}): ids.weights[${n - 2}] is NaN`,
+              );
+            }
+            const good = await call(r.values, r.weights);
+            const expected = lookupReference({ table, rows, dim, ids: r.values, rowSplits: r.rowSplits, weights: r.weights, combiner: 'mean', maxNorm });
+            expect(Array.from((await good.data()) as Float32Array)).toEqual(Array.from(expected));
+            good.dispose();
+          }
+        }
+      }
+      expect(Array.from((await (await params.read()).data()) as Float32Array)).toEqual(Array.from(table));
+    }
+  });
+
   test.each([24, 32])('maxNorm on random rows equals the JS reference (dim %i)', async (dim) => {
     const random = randomSource(99);
     const rows = 64;
@@ -159,10 +201,38 @@ describe('hb.nn.embeddingLookupSparse', () => {
       return early;
     };
     expect(await settledWithin(hb.nn.embeddingLookupSparse(params, hb.ragged([[0, 999], [5]]), { combiner: 'sum' }))).toBe(true);
-    // 40000 bags of dim 16 hold more than 2^19 floats: the host queue runs it.
-    const bags = 40_000;
+    // 150000 bags of dim 16 hold more than 2^22 floats: the host queue runs it.
+    const bags = 150_000;
     const large = hb.ragged(new BigInt64Array(bags).fill(3n), Int32Array.from({ length: bags + 1 }, (_, i) => i));
     expect(await settledWithin(hb.nn.embeddingLookupSparse(params, large))).toBe(false);
+  });
+
+  test('a loop of small awaited lookups and reads still lets the event loop turn', async () => {
+    // Each settles on the JS thread, within the awaiting microtasks; after 2 ms of such
+    // work one goes through the host queue, and the loop turns while it settles. Without
+    // that bound the timer below never ran before the loop's end (checked).
+    const params = hb.variable(hb.initializers.constant(0.5), { shape: [100_000, 16], device: 'cpu' });
+    await params.read().then((t) => t.dispose());
+    await new Promise((r) => setTimeout(r, 20)); // the host worker has settled its last task
+    const ids = hb.ragged(BigInt64Array.from({ length: 4096 }, (_, i) => BigInt((i * 7919) % 100_000)), Int32Array.from({ length: 4097 }, (_, i) => i));
+    const into = new Float32Array(4096 * 16);
+    let timerRan = false;
+    const timer = setTimeout(() => (timerRan = true), 0);
+    const start = Date.now();
+    let lookups = 0;
+    try {
+      while (!timerRan && Date.now() - start < 2000) {
+        const out = await hb.nn.embeddingLookupSparse(params, ids, { combiner: 'sum' });
+        await out.data(into);
+        out.dispose();
+        lookups++;
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    expect(timerRan).toBe(true);
+    expect(into[0]).toBe(0.5);
+    expect(lookups).toBeGreaterThan(0);
   });
 
   test('small and large lookups reject bad ids with the same Error, never throwing from the call', async () => {
@@ -170,13 +240,17 @@ describe('hb.nn.embeddingLookupSparse', () => {
     const params = hb.variable(hb.initializers.ones(), { shape: [100, 8], name: 'bad_ids_table' });
     await params.read().then((t) => t.dispose());
     await new Promise((r) => setTimeout(r, 20)); // the host worker has settled its last task
-    for (const bags of [2, 70_000]) {
+    for (const bags of [2, 300_000]) {
       const values = new BigInt64Array(bags).fill(3n);
+      // The first bad id is named, though the lookup's threads meet the later one too.
       values[bags - 1] = 100n;
+      values[bags >> 1] = 1000n;
       const call = () => hb.nn.embeddingLookupSparse(params, hb.ragged(values, Int32Array.from({ length: bags + 1 }, (_, i) => i)));
       let pending: Promise<unknown> | undefined;
       expect(() => (pending = call())).not.toThrow();
-      await expect(pending).rejects.toThrow(`embeddingLookupSparse(bad_ids_table): ids.values[${bags - 1}] = 100 is out of range: the table has 100 rows`);
+      await expect(pending).rejects.toThrow(
+        `embeddingLookupSparse(bad_ids_table): ids.values[${bags >> 1}] = 1000 is out of range: the table has 100 rows`,
+      );
     }
   });
 
@@ -275,6 +349,14 @@ describe('hb.nn.embeddingLookupSparse', () => {
       await expect(hb.nn.embeddingLookupSparse(params, new Ragged(values, Int32Array.from([1, 3])))).rejects.toThrow(/ids\.rowSplits\[0\] must be 0, got 1/);
       await expect(hb.nn.embeddingLookupSparse(params, new Ragged(values, Int32Array.from([0, 2, 1, 3])))).rejects.toThrow(
         /ids\.rowSplits must be non-decreasing, but rowSplits\[2\] = 1 < rowSplits\[1\] = 2/,
+      );
+      // Splits out of order that reach past the ids (or below 0) are refused before any
+      // bag's ids are read.
+      await expect(hb.nn.embeddingLookupSparse(params, new Ragged(values, Int32Array.from([0, 9, 3])))).rejects.toThrow(
+        /ids\.rowSplits must be non-decreasing, but rowSplits\[2\] = 3 < rowSplits\[1\] = 9/,
+      );
+      await expect(hb.nn.embeddingLookupSparse(params, new Ragged(values, Int32Array.from([0, -5, 3])))).rejects.toThrow(
+        /ids\.rowSplits must be non-decreasing, but rowSplits\[1\] = -5 < rowSplits\[0\] = 0/,
       );
       await expect(hb.nn.embeddingLookupSparse(params, new Ragged(values, new Int32Array(0)))).rejects.toThrow(/at least one value/);
     });

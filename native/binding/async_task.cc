@@ -1,5 +1,6 @@
 #include "native/binding/async_task.h"
 
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -76,7 +77,28 @@ struct Completions {
   CompletionFunction function;
   // Tasks in flight. While > 0 the function is ref'ed so Node waits for them.
   int pending = 0;
+  // Milliseconds of work done on the JS thread (settleNow, inline reads) since a queued
+  // task last settled, which the event loop delivered (see kJsThreadMsBetweenTurns).
+  double jsThreadMs = 0;
 };
+
+namespace {
+
+// Work that canSettleNow lets run on the JS thread comes back without the event loop
+// turning: a loop of awaited small ops would never let timers, I/O or signals in. Once
+// this much has run there since the last queued task settled, the next op is queued, and
+// its settling turns the loop. Ops of a few microseconds hop once every 2 ms; a loop of
+// 0.1 ms lookups every 20.
+constexpr double kJsThreadMsBetweenTurns = 2.0;
+
+}  // namespace
+
+JsThreadWork::JsThreadWork(Napi::Env env) : env_(env), start_(std::chrono::steady_clock::now()) {}
+
+JsThreadWork::~JsThreadWork() {
+  const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start_;
+  addonState(env_).completions->jsThreadMs += took.count();
+}
 
 namespace {
 
@@ -92,6 +114,7 @@ void settle(Napi::Env env, Napi::Function, Completions* completions, PendingTask
   // can no longer be settled anyway.
   try {
     if (--completions->pending == 0) completions->function.Unref(env);
+    completions->jsThreadMs = 0;  // the event loop has turned to deliver this
     settleWith(env, *pending);
   } catch (...) {
   }
@@ -115,14 +138,18 @@ void initAsyncTasks(Napi::Env env) {
 
 namespace {
 
+// finishesOnRun: a host queue's task, done once its work has run. (A GPU queue's work
+// may leave kernels running on the device.)
 template <typename Submit>
-Napi::Promise scheduleWith(Napi::Env env, std::unique_ptr<AsyncTask> task, Submit submit) {
+Napi::Promise scheduleWith(Napi::Env env, std::unique_ptr<AsyncTask> task, bool finishesOnRun, Submit submit) {
   Completions* completions = addonState(env).completions;
   auto* pending = new PendingTask{std::move(task), Napi::Promise::Deferred::New(env), false, std::string(), ErrorCode::Internal};
   Napi::Promise promise = pending->deferred.Promise();
   if (completions->pending++ == 0) completions->function.Ref(env);
-  submit([pending, completions]() {
+  submit([pending, completions, finishesOnRun]() {
     runCatching(*pending);
+    // What the task writes is written: the notice to the JS thread is all that is left.
+    if (finishesOnRun) finishRunningWork();
     // The queue is unbounded, so this never blocks while holding the lock. When the
     // environment is gone the task is leaked: its references cannot be released.
     std::lock_guard<std::mutex> lock(completions->mutex);
@@ -134,11 +161,13 @@ Napi::Promise scheduleWith(Napi::Env env, std::unique_ptr<AsyncTask> task, Submi
 }  // namespace
 
 Napi::Promise schedule(Napi::Env env, Device device, std::unique_ptr<AsyncTask> task) {
-  return scheduleWith(env, std::move(task), [device](std::function<void()> work) { submitToDevice(device, std::move(work)); });
+  return scheduleWith(env, std::move(task), !device.isCuda(),
+                      [device](std::function<void()> work) { submitToDevice(device, std::move(work)); });
 }
 
 Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task) {
   PendingTask pending{std::move(task), Napi::Promise::Deferred::New(env), false, std::string(), ErrorCode::Internal};
+  JsThreadWork charged(env);
   runCatching(pending);
   settleWith(env, pending);
   return pending.deferred.Promise();
@@ -147,11 +176,13 @@ Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task) {
 bool canSettleNow(Napi::Env env, Device device) {
   // A task whose work is done may still wait for its turn on the JS thread: settling a
   // later call now would resolve them out of call order.
-  return !device.isCuda() && addonState(env).completions->pending == 0 && deviceIsIdle(device);
+  const Completions& completions = *addonState(env).completions;
+  return !device.isCuda() && completions.pending == 0 && completions.jsThreadMs < kJsThreadMsBetweenTurns &&
+         deviceIsIdle(device);
 }
 
 Napi::Promise scheduleOnQueue(Napi::Env env, const std::string& queue, Device device, std::unique_ptr<AsyncTask> task) {
-  return scheduleWith(env, std::move(task),
+  return scheduleWith(env, std::move(task), !device.isCuda(),
                       [&queue, device](std::function<void()> work) { submitToQueue(queue, device, std::move(work)); });
 }
 

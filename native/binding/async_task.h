@@ -8,6 +8,7 @@
 
 #include <napi.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,9 +41,26 @@ Napi::Promise scheduleOnQueue(Napi::Env env, const std::string& queue, Device de
 // environment. The caller bounds the work: the JS thread waits for it, and for a parallel
 // loop another queue (a checkpoint's "io") may be running on the pool.
 Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task);
-// True when `device` is the host, nothing is queued or running on its executor, and no
-// task of this environment is still waiting to settle.
+// True when `device` is the host, nothing is queued or running on its executor, no task
+// of this environment is still waiting to settle, and the JS thread has not run 2 ms of
+// such work since the event loop last turned (then the next op is queued, so that a loop
+// of small awaited ops still lets timers and I/O in).
 bool canSettleNow(Napi::Env env, Device device);
+
+// Charges the time from its construction to its destruction to the JS thread's work
+// that canSettleNow bounds: for work run on the JS thread outside settleNow (an inline
+// read).
+class JsThreadWork {
+ public:
+  explicit JsThreadWork(Napi::Env env);
+  ~JsThreadWork();
+  JsThreadWork(const JsThreadWork&) = delete;
+  JsThreadWork& operator=(const JsThreadWork&) = delete;
+
+ private:
+  Napi::Env env_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 // A task made of two callables; state they share lives in their captures.
 template <typename Run, typename Resolve>

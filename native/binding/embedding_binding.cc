@@ -12,14 +12,15 @@ namespace binding {
 
 namespace {
 
-// Lookups whose gathered rows and output together hold up to this many floats (4096
-// one-id bags of dim 64: 1 MiB gathered, 1 MiB out; empty bags count too) run on the JS
-// thread when the host queue is idle. Measured on a 2-vCPU EPYC VM, one-id bags from a
-// 1M-row table, median time to the settled promise: 4096 bags of dim 16, 49-50 us here
-// against 111-143 us queued; of dim 64, 69-105 against 93-136 us in one run and alike
-// within the VM's noise in another; of dim 128, alike (~400 us). From 16384 bags on the
-// two were alike, and 20 ids a bag ran slower here.
-constexpr int64_t kInlineLookupFloats = int64_t(1) << 19;
+// Lookups whose gathered rows and output together hold up to this many floats (16 MiB:
+// 16384 one-id bags of dim 64, 4096 bags of 20 ids of dim 16; empty bags count too) run
+// on the JS thread when the host queue is idle: the hops to the executor and back, and
+// the JS thread's wake-up, cost 15-25 us whatever the size. Measured on a 2-vCPU EPYC VM
+// (Zen 4), 1M-row tables, median to the settled promise, queued against here: 4096 bags
+// x 20 ids of dim 16, 92-100 against 71 us; 16384 one-id bags of dim 64, 110 against
+// 93 us; 4096 x 20 of dim 64 (5.5M floats, queued), 377-390 against 363-365 us. The JS
+// thread waits up to ~0.5 ms here, and canSettleNow bounds how long it goes on so.
+constexpr int64_t kInlineLookupFloats = int64_t(1) << 22;
 
 // embeddingLookupSparse(table, name, values, rowSplits, weights | null, combiner, maxNorm)
 Napi::Value embeddingLookupSparse(const Napi::CallbackInfo& info) {

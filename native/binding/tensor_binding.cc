@@ -177,6 +177,7 @@ Napi::Value tensorDataInto(const Napi::CallbackInfo& info, const Tensor& source)
   void* data = readDestination(info[1], source);
   Napi::TypedArray into = info[1].As<Napi::TypedArray>();
   if (canSettleNow(env, source.device())) {
+    JsThreadWork charged(env);
     copyBytes(data, Device::cpu(), source.buffer->data(), Device::cpu(), source.bytes());
     Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
     read.Resolve(into);
@@ -213,6 +214,7 @@ Napi::Value tensorData(const Napi::CallbackInfo& info) {
     // Nothing queued on the host can still write the values, and no earlier promise waits
     // to settle: copied here and now, the read skips the two thread hops of a queued one
     // (most of a small read's time), into a reused host block when one is free.
+    JsThreadWork charged(env);
     Napi::TypedArray array = newTypedArrayNow(env, source.dtype, size_t(source.size()));
     if (source.bytes() > 0) {
       std::memcpy(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), source.buffer->data(), source.bytes());

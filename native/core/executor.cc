@@ -16,9 +16,11 @@ namespace hb {
 
 namespace {
 
+class Executor;
+
 // The executor whose thread this is (nullptr on other threads): work it asks to run on
 // itself and wait for runs inline instead of waiting behind itself for ever.
-thread_local const void* currentExecutor = nullptr;
+thread_local Executor* currentExecutor = nullptr;
 
 class Executor {
  public:
@@ -37,6 +39,13 @@ class Executor {
   }
 
   bool isCurrentThread() const { return currentExecutor == this; }
+
+  // On this executor's thread, inside the running work (see finishRunningWork).
+  void finishRunning() {
+    if (runningFinished_) return;
+    runningFinished_ = true;
+    outstanding_.fetch_sub(1, std::memory_order_release);
+  }
 
   // Nothing queued and nothing running; what the last work wrote is visible to the caller.
   bool idle() const { return outstanding_.load(std::memory_order_acquire) == 0; }
@@ -74,9 +83,10 @@ class Executor {
         work = std::move(queue_.front());
         queue_.pop_front();
       }
+      runningFinished_ = false;
       work();
-      work = nullptr;  // its captures go before it counts as done
-      outstanding_.fetch_sub(1, std::memory_order_release);
+      work = nullptr;  // its captures go before it counts as done (unless it said so itself)
+      if (!runningFinished_) outstanding_.fetch_sub(1, std::memory_order_release);
       idleReleased = false;
     }
   }
@@ -86,6 +96,7 @@ class Executor {
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
   std::atomic<int64_t> outstanding_{0};  // submitted and not yet finished
+  bool runningFinished_ = false;         // the running work has counted itself done; this thread only
   std::thread thread_;
 };
 
@@ -102,6 +113,10 @@ Executor& executorNamed(const std::string& name, Device device) {
 Executor& executorFor(Device device) { return executorNamed(device.str(), device); }
 
 }  // namespace
+
+void finishRunningWork() {
+  if (currentExecutor != nullptr) currentExecutor->finishRunning();
+}
 
 void submitToDevice(Device device, std::function<void()> work) {
   executorFor(device).submit(std::move(work));

@@ -29,6 +29,14 @@ void runOnDeviceAndWait(Device device, const std::function<void()>& work);
 // ordered after it either.)
 bool deviceIsIdle(Device device);
 
+// Inside work running on an executor: counts that work as done from here on, so
+// deviceIsIdle may hold before it returns. For work that has made every write it will
+// make and only has to notify the JS thread: a JS thread woken by that notice then finds
+// the queue idle, and a small op it starts next can run at once instead of queueing
+// behind a task that has finished (a race the notice usually lost on 2 busy cores).
+// Elsewhere, or a second time, it does nothing.
+void finishRunningWork();
+
 // Ready once everything queued on `device` so far has run. A task on another device
 // that reads this device's buffers waits on it first. No cycle can form: a marker is
 // always queued before the task that waits on it.

@@ -109,7 +109,6 @@ Tensor runSparseLookup(const SparseLookupRequest& r) {
 }
 
 void runSparseLookupInto(const SparseLookupRequest& r, const Tensor& out) {
-  checkLookupValues(r);
   const Device device = r.table.device();
   const int64_t batch = r.rowSplits.size() - 1;
   const int64_t dim = r.table.shape[1];
@@ -132,9 +131,16 @@ void runSparseLookupInto(const SparseLookupRequest& r, const Tensor& out) {
     args.ids = r.ids.buffer->data();
     args.rowSplits = r.rowSplits.data<int32_t>();
     args.weights = r.hasWeights ? r.weights.data<float>() : nullptr;
-    embeddingLookupCpu(args);
+    // The CPU kernel checks the values as it reads them; the checks that name the
+    // offending value run only when it found one.
+    if (!embeddingLookupCpu(args)) {
+      checkLookupValues(r);
+      HB_CHECK_CODE(false, Internal, "embeddingLookupSparse(", r.name,
+                    "): the lookup kernel refused values that checkLookupValues accepts");
+    }
     return;
   }
+  checkLookupValues(r);
   // The ids come from JS arrays on the host: stage them on the table's device. The
   // staging buffers are freed in stream order after the kernel.
   auto stage = [&](const Tensor& host) {

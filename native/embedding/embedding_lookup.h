@@ -27,11 +27,13 @@ void checkLookupShapes(const SparseLookupRequest& request);
 // The O(n) checks: splits non-decreasing, ids below the row count, no NaN weight.
 void checkLookupValues(const SparseLookupRequest& request);
 
-// checkLookupValues, then the lookup. Runs on the table's device executor; returns a float32
-// [batch, dim] tensor on the table's device.
+// The lookup, its values checked first (checkLookupValues) or, on the host, by the CPU
+// kernel as it reads them; either way a bad value throws checkLookupValues' error. Runs on
+// the table's device executor; returns a float32 [batch, dim] tensor on the table's device.
 Tensor runSparseLookup(const SparseLookupRequest& request);
 
-// The same into `out`, a float32 [batch, dim] tensor on the table's device.
+// The same into `out`, a float32 [batch, dim] tensor on the table's device. When it
+// throws, `out` may hold part of a result.
 void runSparseLookupInto(const SparseLookupRequest& request, const Tensor& out);
 
 // A lookup of each id alone (rowSplits 0, 1, ..., n; 'sum' of one row is that row): the

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstring>
 
 #include "native/core/thread_pool.h"
@@ -53,11 +55,11 @@ constexpr int64_t prefetchDistance(int64_t dim) {
 
 }  // namespace
 
-void embeddingLookupCpu(const EmbeddingLookupArgs& args) {
+bool embeddingLookupCpu(const EmbeddingLookupArgs& args) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (cpuTakesAvx2()) return avx2::embeddingLookup(args);
 #endif
-  portable::embeddingLookup(args);
+  return portable::embeddingLookup(args);
 }
 
 const char* embeddingLookupIsaName() {

@@ -32,29 +32,54 @@ inline void storeLanes(float* to, FloatLanes lanes) { std::memcpy(to, &lanes, si
 
 // Calls addRow(row, weight) for each entry of the bag that counts, prefetching the rows
 // `distance` entries ahead, and returns what the sum is divided by (1 under sum,
-// or when no entry counted; x / 1 is x, so callers may skip that division).
+// or when no entry counted; x / 1 is x, so callers may skip that division). A bag whose
+// splits are out of order or past the ids, an id at or past the table's rows and a NaN
+// weight set `violated` and are skipped: nothing outside the arrays is read.
 template <typename Id, bool kWeighted, typename AddRow>
 inline float forEachBagRow(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, int64_t dim, int64_t distance,
-                           AddRow addRow) {
+                           bool& violated, AddRow addRow) {
   const int64_t begin = a.rowSplits[bag];
   const int64_t end = a.rowSplits[bag + 1];
+  const int64_t numIds = a.numIds;
+  if (begin < 0 || end < begin || end > numIds) {
+    violated = true;
+    return 1.0f;
+  }
+  const float* table = a.table;
+  const uint64_t rows = static_cast<uint64_t>(a.rows);
+  // Without weights every kept entry weighs 1, and the float sums of 1s that the weighted
+  // path keeps are the count (up to 2^24, where a float sum of 1s stops growing): counting
+  // keeps a serial chain of float adds off the loop.
+  int64_t kept = 0;
   float weightSum = 0.0f;
   float squaredWeightSum = 0.0f;
-  bool any = false;
   for (int64_t j = begin; j < end; ++j) {
-    if (j + distance < a.numIds) {
+    if (j + distance < numIds) {
       const Id ahead = ids[j + distance];
-      if (ahead >= 0) prefetchRow(a.table + static_cast<int64_t>(ahead) * dim, dim);
+      if (static_cast<uint64_t>(static_cast<int64_t>(ahead)) < rows) prefetchRow(table + static_cast<int64_t>(ahead) * dim, dim);
     }
     const Id id = ids[j];
     const float weight = kWeighted ? a.weights[j] : 1.0f;
-    if (!keepLookupEntry(id, weight, kWeighted, a.combiner)) continue;
-    any = true;
-    addRow(a.table + static_cast<int64_t>(id) * dim, weight);
-    weightSum = addRn(weightSum, weight);
-    squaredWeightSum = addRn(squaredWeightSum, mulRn(weight, weight));
+    if (kWeighted && std::isnan(weight)) {  // refused even where the id is pruned
+      violated = true;
+      continue;
+    }
+    // One unsigned compare finds both a negative id (pruned) and one past the table.
+    if (static_cast<uint64_t>(static_cast<int64_t>(id)) >= rows) {
+      if (id >= 0) violated = true;
+      continue;
+    }
+    if (kWeighted) {
+      if (!keepLookupEntry(id, weight, true, a.combiner)) continue;
+      weightSum = addRn(weightSum, weight);
+      squaredWeightSum = addRn(squaredWeightSum, mulRn(weight, weight));
+    }
+    ++kept;
+    addRow(table + static_cast<int64_t>(id) * dim, weight);
   }
-  return any && a.combiner != Combiner::Sum ? combinerDivisor(a.combiner, weightSum, squaredWeightSum) : 1.0f;
+  if (kept == 0 || a.combiner == Combiner::Sum) return 1.0f;
+  if (!kWeighted) weightSum = squaredWeightSum = static_cast<float>(std::min<int64_t>(kept, int64_t(1) << 24));
+  return combinerDivisor(a.combiner, weightSum, squaredWeightSum);
 }
 
 // acc[k] += row[k] * weight (clipped to maxNorm first), one rounding per operation.
@@ -77,7 +102,7 @@ inline void addWeightedRow(float* __restrict acc, const float* __restrict row, i
 // multiplies round once per lane, as the scalar code does. kDim == 0: any width, summed
 // in the output row.
 template <typename Id, bool kWeighted, bool kClipped, int kDim>
-inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, int64_t distance) {
+inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, int64_t distance, bool& violated) {
   const float maxNorm = a.maxNorm;
   if constexpr (kDim > 0) {
     static_assert(kDim % kFloatLanes == 0, "fixed widths are whole vectors");
@@ -85,7 +110,7 @@ inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, 
     FloatLanes acc[kVectors];
 #pragma GCC unroll 16
     for (int v = 0; v < kVectors; ++v) acc[v] = FloatLanes{};
-    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, kDim, distance, [&](const float* row, float weight) {
+    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, kDim, distance, violated, [&](const float* row, float weight) {
       const float clipDivisor = kClipped ? clipByNormDivisor(row, kDim, maxNorm) : 1.0f;
 #pragma GCC unroll 16
       for (int v = 0; v < kVectors; ++v) {
@@ -101,7 +126,7 @@ inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, 
   } else {
     float* __restrict out = a.out + bag * a.dim;
     for (int64_t k = 0; k < a.dim; ++k) out[k] = 0.0f;
-    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, a.dim, distance, [&](const float* row, float weight) {
+    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, a.dim, distance, violated, [&](const float* row, float weight) {
       addWeightedRow<kWeighted, kClipped>(out, row, a.dim, weight, maxNorm);
     });
     if (divisor != 1.0f) {
@@ -111,7 +136,7 @@ inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, 
 }
 
 template <typename Id, bool kWeighted, bool kClipped, int kDim>
-void lookupAllBags(const EmbeddingLookupArgs& a) {
+bool lookupAllBags(const EmbeddingLookupArgs& a) {
   const Id* ids = static_cast<const Id*>(a.ids);
   const int64_t idsPerBag = a.batch > 0 ? std::max<int64_t>(1, a.numIds / a.batch) : 1;
   // Aim for chunks of ~16k gathered rows' worth of work so small batches stay on one
@@ -123,13 +148,19 @@ void lookupAllBags(const EmbeddingLookupArgs& a) {
   const int64_t threads = threadPoolSize();
   if (threads > 1 && a.numIds >= 2048 * threads) grain = std::min(grain, (a.batch + threads - 1) / threads);
   const int64_t distance = prefetchDistance(kDim > 0 ? kDim : a.dim);
+  std::atomic<bool> violated{false};
   parallelFor(a.batch, grain, [&](int64_t first, int64_t last) {
-    for (int64_t bag = first; bag < last; ++bag) lookupBag<Id, kWeighted, kClipped, kDim>(a, ids, bag, distance);
+    bool chunkViolated = false;
+    for (int64_t bag = first; bag < last; ++bag) {
+      lookupBag<Id, kWeighted, kClipped, kDim>(a, ids, bag, distance, chunkViolated);
+    }
+    if (chunkViolated) violated.store(true, std::memory_order_relaxed);
   });
+  return !violated.load(std::memory_order_relaxed);
 }
 
 template <typename Id, bool kWeighted, bool kClipped>
-void dispatchWidth(const EmbeddingLookupArgs& a) {
+bool dispatchWidth(const EmbeddingLookupArgs& a) {
   switch (a.dim) {
     case 8: return lookupAllBags<Id, kWeighted, kClipped, 8>(a);
     case 16: return lookupAllBags<Id, kWeighted, kClipped, 16>(a);
@@ -141,21 +172,15 @@ void dispatchWidth(const EmbeddingLookupArgs& a) {
 }
 
 template <typename Id>
-void dispatchVariants(const EmbeddingLookupArgs& a) {
+bool dispatchVariants(const EmbeddingLookupArgs& a) {
   const bool weighted = a.weights != nullptr;
   const bool clipped = a.maxNorm > 0.0f;
-  if (clipped) {
-    if (weighted) dispatchWidth<Id, true, true>(a);
-    else dispatchWidth<Id, false, true>(a);
-  } else {
-    if (weighted) dispatchWidth<Id, true, false>(a);
-    else dispatchWidth<Id, false, false>(a);
-  }
+  if (clipped) return weighted ? dispatchWidth<Id, true, true>(a) : dispatchWidth<Id, false, true>(a);
+  return weighted ? dispatchWidth<Id, true, false>(a) : dispatchWidth<Id, false, false>(a);
 }
 
-inline void embeddingLookup(const EmbeddingLookupArgs& args) {
-  if (args.idsAreInt64) dispatchVariants<int64_t>(args);
-  else dispatchVariants<int32_t>(args);
+inline bool embeddingLookup(const EmbeddingLookupArgs& args) {
+  return args.idsAreInt64 ? dispatchVariants<int64_t>(args) : dispatchVariants<int32_t>(args);
 }
 
 }  // namespace HB_LOOKUP_NAMESPACE
