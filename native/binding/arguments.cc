@@ -259,12 +259,20 @@ float finiteFloatField(const Napi::Object& spec, const char* key, float fallback
   return float(x);
 }
 
-Tensor copyTypedArray(const Napi::Value& value, const char* argument) {
+Tensor borrowTypedArray(const Napi::Value& value, const char* argument) {
   const TypedArrayValues values = checkedTypedArray(value, argument, nullptr);
   const size_t bytes = values.length * dtypeSize(values.dtype);
-  Tensor copy{Buffer::allocate(Device::cpu(), bytes), values.dtype, {int64_t(values.length)}};
-  if (bytes > 0) std::memcpy(copy.buffer->data(), values.data, bytes);
+  return Tensor{Buffer::wrapHost(values.data, bytes, nullptr), values.dtype, {int64_t(values.length)}};
+}
+
+Tensor ownedCopy(const Tensor& borrowed) {
+  Tensor copy{Buffer::allocate(Device::cpu(), borrowed.bytes()), borrowed.dtype, borrowed.shape};
+  if (borrowed.bytes() > 0) std::memcpy(copy.buffer->data(), borrowed.buffer->data(), borrowed.bytes());
   return copy;
+}
+
+Tensor copyTypedArray(const Napi::Value& value, const char* argument) {
+  return ownedCopy(borrowTypedArray(value, argument));
 }
 
 }  // namespace binding

@@ -73,6 +73,13 @@ Napi::TypedArray typedArrayOverBlock(Napi::Env env, napi_typedarray_type type, s
 // they were checked.
 Tensor copyTypedArray(const Napi::Value& value, const char* argument);
 
+// The same checks, and a host tensor over the array's own values, holding no reference
+// to it: only for work done on the JS thread before the call returns, where no JS runs
+// to change or detach the array. ownedCopy turns it into what a queued task may keep.
+Tensor borrowTypedArray(const Napi::Value& value, const char* argument);
+// A host tensor's values copied into a block of their own.
+Tensor ownedCopy(const Tensor& borrowed);
+
 // The JS error for a native one: a TypeError for ErrorCode::Type, an Error otherwise,
 // with `code` set to the code's name (HB_ERR_*).
 Napi::Error jsError(Napi::Env env, const std::string& message, ErrorCode code);

@@ -20,23 +20,30 @@ Combiner combinerArgument(const Napi::Value& value, const char* op, const std::s
 }
 
 void readLookupIds(const Napi::Value& values, const Napi::Value& rowSplits, const Napi::Value& weights,
-                   const Napi::Value& combiner, const char* op, SparseLookupRequest* request) {
+                   const Napi::Value& combiner, const char* op, SparseLookupRequest* request, IdArrays how) {
   const std::string prefix = std::string(op) + ": ";
   auto named = [&](const char* what) { return prefix + what; };
+  auto read = how == IdArrays::Borrowed ? borrowTypedArray : copyTypedArray;
   request->combiner = combinerArgument(combiner, op, request->name);
-  request->ids = copyTypedArray(values, named("ids.values").c_str());
-  request->rowSplits = copyTypedArray(rowSplits, named("ids.rowSplits").c_str());
+  request->ids = read(values, named("ids.values").c_str());
+  request->rowSplits = read(rowSplits, named("ids.rowSplits").c_str());
   request->hasWeights = !weights.IsNull() && !weights.IsUndefined();
-  if (request->hasWeights) request->weights = copyTypedArray(weights, named("ids.weights").c_str());
+  if (request->hasWeights) request->weights = read(weights, named("ids.weights").c_str());
 }
 
-SparseLookupRequest readLookupArguments(const Napi::CallbackInfo& info, const char* op) {
+SparseLookupRequest readLookupArguments(const Napi::CallbackInfo& info, const char* op, IdArrays how) {
   const std::string prefix = std::string(op) + ": ";
   SparseLookupRequest request;
   request.table = TensorHandle::unwrap(info[0], (prefix + "params").c_str());
   request.name = stringArgument(info[1], (prefix + "name").c_str());
-  readLookupIds(info[2], info[3], info[4], info[5], op, &request);
+  readLookupIds(info[2], info[3], info[4], info[5], op, &request, how);
   return request;
+}
+
+void ownLookupIds(SparseLookupRequest* request) {
+  request->ids = ownedCopy(request->ids);
+  request->rowSplits = ownedCopy(request->rowSplits);
+  if (request->hasWeights) request->weights = ownedCopy(request->weights);
 }
 
 }  // namespace binding
