@@ -213,6 +213,53 @@ describe('Estimator predict and errors', () => {
     expect(predictions).toHaveLength(16);
   });
 
+  test('a batch object passed again with new values in its arrays is read anew, in training and predict', async () => {
+    // A caller may reuse one input buffer, overwriting its arrays between steps. Before,
+    // the steps memoised their transforms by batch object: training saw the first batch's
+    // ids every step and predict answered the first values again (checked).
+    const batches: hb.estimator.Batch[] = [];
+    for await (const b of dataset(64 * 4, TRAIN, 64)()) batches.push(b);
+    // The holder keeps its identity and its features object's; the dense arrays are
+    // overwritten in place, the ragged ids (of varying lengths) replaced.
+    const copyOf = (b: hb.estimator.Batch): hb.estimator.Batch => ({
+      features: Object.fromEntries(
+        Object.entries(b.features).map(([k, v]) => [k, v instanceof hb.Ragged ? hb.ragged(v.values.slice(), v.rowSplits.slice()) : (v as Float32Array).slice()]),
+      ),
+      labels: (b.labels as Float32Array).slice(),
+    });
+    const reused = copyOf(batches[0]);
+    const fill = (from: hb.estimator.Batch) => {
+      for (const [k, v] of Object.entries(from.features)) {
+        if (v instanceof hb.Ragged) {
+          (reused.features as Record<string, unknown>)[k] = hb.ragged(v.values.slice(), v.rowSplits.slice());
+        } else {
+          (reused.features[k] as Float32Array).set(v as Float32Array);
+        }
+      }
+      (reused.labels as Float32Array).set(from.labels as Float32Array);
+      return reused;
+    };
+    const seeded = () => new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, tfRandomSeed: 3 });
+    const fresh = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: seeded() });
+    await fresh.train(() => batches.map(copyOf), { steps: 4 });
+    const refilled = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: seeded() });
+    // The buffer is refilled only when the loop asks for the next batch.
+    await refilled.train(() => (function* () { for (const b of batches) yield fill(b); })(), { steps: 4 });
+    const a = await snapshot(fresh);
+    const b = await snapshot(refilled);
+    expect([...b.keys()]).toEqual([...a.keys()]);
+    for (const [name, values] of a) expect(Buffer.from(b.get(name)!.buffer).equals(Buffer.from(values.buffer))).toBe(true);
+    const predict = async (batch: hb.estimator.Batch) => {
+      const out: number[] = [];
+      for await (const p of fresh.predict(() => [batch])) out.push(p.probs as number);
+      return out;
+    };
+    const first = await predict(fill(batches[0]));
+    const second = await predict(fill(batches[1]));
+    expect(second).toEqual(await predict(copyOf(batches[1])));
+    expect(second).not.toEqual(first);
+  });
+
   test('predict yields one object per example with each prediction', async () => {
     const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: quiet() });
     const rows: Array<Record<string, number | Float32Array>> = [];

@@ -134,7 +134,12 @@ export class CompiledStep {
   /** The feeds of `batch`: each feature column's transform, natively, over whole columns. */
   async prepare(batch: Batch): Promise<PreparedBatch> {
     const batchSize = batchRows(batch);
-    const feeds = await Promise.all(this.compiled.feeds.map((f) => f.build(batch)));
+    // Feeds share work by batch identity within one step (a column's transform feeds its
+    // ids, row splits and weights; tensor features are read once). A caller may pass the
+    // same object again with new values in its arrays (a reused input buffer): each step
+    // gets an identity of its own, so nothing computed for one step feeds the next.
+    const step: Batch = { ...batch, features: { ...batch.features } };
+    const feeds = await Promise.all(this.compiled.feeds.map((f) => f.build(step)));
     return { batchSize, feeds };
   }
 
