@@ -144,6 +144,29 @@ describe('dynamic tables', () => {
     expect(Number.isFinite(evaluated.loss)).toBe(true);
   });
 
+  test('one column given to two Estimators trains two models, fixed or dynamic', async () => {
+    // Columns made once (a modelFn built once, given to two Estimators) used to hold one
+    // table for both: the second Estimator trained the first one's rows and took its
+    // optimizer slots (checked: A's rows changed while B trained).
+    // What each model answers for every id either trained (a dynamic table's rows are
+    // only read through lookups).
+    const values = async (est: hb.estimator.Estimator) => {
+      const out: number[] = [];
+      for await (const p of est.predict(() => batchesOf([[1, 2, 3, 5, 6, 7, 8, 9]]))) out.push(p.logits as number);
+      return out;
+    };
+    for (const numBuckets of [undefined, 100]) {
+      const shared = column({}, numBuckets);
+      const a = await train(shared, [[1, 2], [2, 3]]);
+      const before = await values(a);
+      const b = await train(shared, [[5, 6], [6, 7], [7, 8]]);
+      expect(await values(a)).toEqual(before);
+      const alone = await train(column({}, numBuckets), [[5, 6], [6, 7], [7, 8]]);
+      expect(await values(b)).toEqual(await values(alone));
+      expect(b.globalStep).toBe(3);
+    }
+  });
+
   test('evaluation reads unseen ids as zeros and inserts nothing', async () => {
     const col = column();
     const estimator = await train(col, [[1, 2, 3]]);

@@ -85,6 +85,10 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     this.dynamicOptions = { ...options };
   }
 
+  protected override another(): EmbeddingTable {
+    return new DynamicEmbeddingTable(this.spec, this.placement, this.dynamicOptions);
+  }
+
   /** The row pool's capacity on this rank (the most rows it can hold at once). */
   override get localRows(): number {
     this.variableOn();
@@ -182,7 +186,8 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
    */
   private inGraph(graph: Graph): DynamicEmbeddingTable {
     // Planned: one row stands for the rows to come (their bytes are per row, not reserved).
-    const made = () => (isPlanning() ? plannedTableRows(this, 1, this.placement.device === '' ? graph.device : this.placement.device) : this.variableOn(graph.device));
+    const made = () =>
+      isPlanning() ? plannedTableRows(this, 1, this.placement.device === '' ? graph.device : this.placement.device) : this.forStore(graph.store).variableOn(graph.device);
     const pool = graph.store.adopt(this.name, made, [-1, this.spec.dim], (existing) => (existing.slotOwner instanceof DynamicEmbeddingTable ? undefined : 'one fixed, one dynamic'));
     return pool.slotOwner instanceof DynamicEmbeddingTable ? pool.slotOwner : this;
   }

@@ -73,6 +73,10 @@ export class EmbeddingTable implements SlotOwner {
   readonly placement: TablePlacement;
   protected storage?: Variable;
   protected readonly slotVariables = new Map<string, Variable>();
+  /** The model (its variable store) whose rows these are, once one has taken them. */
+  private claimedBy?: object;
+  /** The tables of the same spec that other models hold (see forStore). */
+  private readonly otherModels = new WeakMap<object, EmbeddingTable>();
 
   constructor(spec: EmbeddingTableSpec, placement: TablePlacement) {
     const where = `embedding table '${spec.name}'`;
@@ -168,9 +172,39 @@ export class EmbeddingTable implements SlotOwner {
    * on the graph's device unless the placement says where; checked against the graph's
    * world.
    */
+  /**
+   * The table whose rows `store` (one model's variables) holds: this one for the first
+   * model to ask (which shares them with eager use), a new one of the same spec and
+   * placement for each other model. Columns made once and given to two Estimators (a
+   * modelFn built once) then train two models, as in TF, where each Estimator's graph
+   * makes its own variables; one table for both had the second train, restore and take
+   * the optimizer slots of the first one's rows.
+   */
+  protected forStore(store: object): EmbeddingTable {
+    if (this.claimedBy === undefined || this.claimedBy === store) {
+      this.claimedBy = store;
+      return this;
+    }
+    let own = this.otherModels.get(store);
+    if (!own) {
+      own = this.another();
+      own.claimedBy = store;
+      this.otherModels.set(store, own);
+    }
+    return own;
+  }
+
+  /** A table of the same spec and placement, its rows not made yet. */
+  protected another(): EmbeddingTable {
+    return new EmbeddingTable(this.spec, this.placement);
+  }
+
   /** The rows as `graph`'s model holds them (planned ones while it is planned). */
   private graphVariableOf(graph: Graph): Variable {
-    const made = () => (isPlanning() ? plannedTableRows(this, this.localRows, this.placement.device === '' ? graph.device : this.placement.device) : this.variableOn(graph.device));
+    const made = () =>
+      isPlanning()
+        ? plannedTableRows(this, this.localRows, this.placement.device === '' ? graph.device : this.placement.device)
+        : this.forStore(graph.store).variableOn(graph.device);
     return graph.store.adopt(this.name, made, [this.localRows, this.spec.dim], (existing) => ((existing.slotOwner as { dynamic?: boolean } | undefined)?.dynamic ? 'one fixed, one dynamic' : undefined));
   }
 
