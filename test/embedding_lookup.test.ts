@@ -119,6 +119,12 @@ describe('hb.nn.embeddingLookupSparse', () => {
                 `embeddingLookupSparse(refusing_${dim}): ids.weights[${n - 2}] is NaN`,
               );
             }
+            // A split past the ids (then back down) is refused before that bag is read.
+            const past = Int32Array.from(r.rowSplits);
+            past[1] = n + 5;
+            await expect(
+              hb.nn.embeddingLookupSparse(params, new hb.Ragged(int32 ? Int32Array.from(r.values, Number) : r.values, past, r.weights), { combiner: 'mean', maxNorm }),
+            ).rejects.toThrow(`embeddingLookupSparse(refusing_${dim}): ids.rowSplits must be non-decreasing, but rowSplits[2] = ${past[2]} < rowSplits[1] = ${n + 5}`);
             const good = await call(r.values, r.weights);
             const expected = lookupReference({ table, rows, dim, ids: r.values, rowSplits: r.rowSplits, weights: r.weights, combiner: 'mean', maxNorm });
             expect(Array.from((await good.data()) as Float32Array)).toEqual(Array.from(expected));
@@ -406,13 +412,30 @@ describe('hb.nn.embeddingLookupSparse', () => {
     });
 
     test('ids changed after the call cannot reach the kernel unchecked', async () => {
-      const values = BigInt64Array.from([0n, 1n]);
-      const splits = Int32Array.from([0, 1, 2]);
-      const pending = hb.nn.embeddingLookupSparse(params, hb.ragged(values, splits));
-      values[1] = 1_000_000n; // after the checks: the lookup uses its own copy
-      splits[1] = 2_000_000_000;
-      structuredClone(values.buffer, { transfer: [values.buffer] });
-      expect(await (await pending).array()).toEqual([[1, 2], [3, 4]]);
+      // Alone, the lookup runs on the JS thread before the call returns; behind a lookup
+      // too large for that it waits on the host queue, over copies of the arrays.
+      const wide = hb.variable(hb.initializers.ones(), { shape: [1, 16], device: 'cpu' });
+      await wide.read().then((t) => t.dispose());
+      for (const queued of [false, true]) {
+        await new Promise((r) => setTimeout(r, 20)); // the host worker has settled its last task
+        const values = BigInt64Array.from([0n, 1n]);
+        const splits = Int32Array.from([0, 1, 2]);
+        const ahead = queued
+          ? hb.nn.embeddingLookupSparse(wide, hb.ragged(new BigInt64Array(300_000), Int32Array.from({ length: 300_001 }, (_, i) => i)))
+          : undefined;
+        const pending = hb.nn.embeddingLookupSparse(params, hb.ragged(values, splits));
+        let settled = false;
+        void pending.then(() => (settled = true));
+        values[1] = 1_000_000n; // after the checks: the lookup uses its own copy
+        splits[1] = 2_000_000_000;
+        structuredClone(values.buffer, { transfer: [values.buffer] });
+        for (let i = 0; i < 10; i++) await Promise.resolve(); // no turn of the event loop
+        // On the emulated CUDA device the table is a device one: always queued.
+        if (hb.currentDevice() === 'cpu') expect(settled).toBe(!queued);
+        expect(await (await pending).array()).toEqual([[1, 2], [3, 4]]);
+        (await ahead)?.dispose();
+      }
+      wide.dispose();
     });
 
     test('a disposed table', async () => {

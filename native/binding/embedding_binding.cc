@@ -1,4 +1,6 @@
 // hb.nn.embeddingLookupSparse.
+#include <algorithm>
+
 #include "native/binding/arguments.h"
 #include "native/binding/async_task.h"
 #include "native/binding/exports.h"
@@ -21,6 +23,11 @@ namespace {
 // 93 us; 4096 x 20 of dim 64 (5.5M floats, queued), 377-390 against 363-365 us. The JS
 // thread waits up to ~0.5 ms here, and canSettleNow bounds how long it goes on so.
 constexpr int64_t kInlineLookupFloats = int64_t(1) << 22;
+// A row narrower than a cache line still costs one random line to read: each gathered row
+// counts as at least 16 floats. And at most 2^17 ids: the kernel splits its work by bag,
+// so one huge bag runs on one thread.
+constexpr int64_t kFloatsPerLine = 16;
+constexpr int64_t kInlineLookupIds = int64_t(1) << 17;
 
 // embeddingLookupSparse(table, name, values, rowSplits, weights | null, combiner, maxNorm)
 Napi::Value embeddingLookupSparse(const Napi::CallbackInfo& info) {
@@ -35,7 +42,9 @@ Napi::Value embeddingLookupSparse(const Napi::CallbackInfo& info) {
   // are; a queued one reads copies (JS may change the arrays meanwhile), which for 4096
   // bags of 20 int64 ids is 640 KiB more to write per call.
   const int64_t batch = request.rowSplits.size() - 1;
-  const bool here = (request.ids.size() + batch) * request.table.shape[1] <= kInlineLookupFloats && canSettleNow(env, device);
+  const int64_t ids = request.ids.size();
+  const int64_t floats = (ids + batch) * std::max<int64_t>(request.table.shape[1], kFloatsPerLine);
+  const bool here = ids <= kInlineLookupIds && floats <= kInlineLookupFloats && canSettleNow(env, device);
   if (!here) ownLookupIds(&request);
   auto task = makeTask([request, out] { *out = runSparseLookup(request); },
                        [out](Napi::Env env) -> Napi::Value { return TensorHandle::wrap(env, *out); });
