@@ -7,6 +7,7 @@
 
 #include "native/binding/addon_state.h"
 #include "native/binding/arguments.h"
+#include "native/binding/event_loop_clock.h"
 #include "native/core/executor.h"
 
 namespace hb {
@@ -77,19 +78,35 @@ struct Completions {
   CompletionFunction function;
   // Tasks in flight. While > 0 the function is ref'ed so Node waits for them.
   int pending = 0;
-  // Milliseconds of work done on the JS thread (settleNow, inline reads) since a queued
-  // task last settled, which the event loop delivered (see kJsThreadMsBetweenTurns).
+  // Work done on the JS thread (settleNow, inline reads) since the event loop last
+  // turned: milliseconds of it and how many calls (see kJsThreadMsBetweenTurns).
   double jsThreadMs = 0;
+  int jsThreadCalls = 0;
+  // The environment's event loop, and its clock when the work above was last counted.
+  uv_loop_s* loop = nullptr;
+  uint64_t loopTime = 0;
 };
 
 namespace {
 
 // Work that canSettleNow lets run on the JS thread comes back without the event loop
 // turning: a loop of awaited small ops would never let timers, I/O or signals in. Once
-// this much has run there since the last queued task settled, the next op is queued, and
-// its settling turns the loop. Ops of a few microseconds hop once every 2 ms; a loop of
-// 0.1 ms lookups every 20.
+// this much has run there since the loop last turned, the next op is queued, and its
+// settling turns the loop. Ops of a few microseconds hop once every 2 ms; a loop of 0.1 ms
+// lookups every 20; a server whose requests each come in through the loop, never.
 constexpr double kJsThreadMsBetweenTurns = 2.0;
+
+// The event loop has turned since the JS thread's work was last counted (libuv's loop
+// clock, in ms, moves only when the loop updates it at a turn; a queued task's settling
+// is a turn too, counted in settle): counting starts over.
+void noteLoopTurn(Completions& completions) {
+  if (completions.loop == nullptr) return;
+  const uint64_t now = uv_now(completions.loop);
+  if (now == completions.loopTime) return;
+  completions.loopTime = now;
+  completions.jsThreadMs = 0;
+  completions.jsThreadCalls = 0;
+}
 
 }  // namespace
 
@@ -97,7 +114,15 @@ JsThreadWork::JsThreadWork(Napi::Env env) : env_(env), start_(std::chrono::stead
 
 JsThreadWork::~JsThreadWork() {
   const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start_;
-  addonState(env_).completions->jsThreadMs += took.count();
+  Completions& completions = *addonState(env_).completions;
+  completions.jsThreadMs += took.count();
+  completions.jsThreadCalls++;
+}
+
+int jsThreadCallsSinceLoopTurned(Napi::Env env) {
+  Completions& completions = *addonState(env).completions;
+  noteLoopTurn(completions);
+  return completions.jsThreadCalls;
 }
 
 namespace {
@@ -115,6 +140,7 @@ void settle(Napi::Env env, Napi::Function, Completions* completions, PendingTask
   try {
     if (--completions->pending == 0) completions->function.Unref(env);
     completions->jsThreadMs = 0;  // the event loop has turned to deliver this
+    completions->jsThreadCalls = 0;
     settleWith(env, *pending);
   } catch (...) {
   }
@@ -126,6 +152,8 @@ void initAsyncTasks(Napi::Env env) {
   auto* completions = new Completions();
   completions->function = CompletionFunction::New(env, "hb-ts native task", 0, 1, completions);
   completions->function.Unref(env);
+  // Without it (never in Node), only a queued task's settling restarts the count.
+  if (napi_get_uv_event_loop(env, &completions->loop) != napi_ok) completions->loop = nullptr;
   // Never freed: tasks still in flight on executor threads may name it after the
   // environment has gone. Registered after the function, so it runs before Node's own
   // cleanup of it.
@@ -176,7 +204,8 @@ Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task) {
 bool canSettleNow(Napi::Env env, Device device) {
   // A task whose work is done may still wait for its turn on the JS thread: settling a
   // later call now would resolve them out of call order.
-  const Completions& completions = *addonState(env).completions;
+  Completions& completions = *addonState(env).completions;
+  noteLoopTurn(completions);
   return !device.isCuda() && completions.pending == 0 && completions.jsThreadMs < kJsThreadMsBetweenTurns &&
          deviceIsIdle(device);
 }

@@ -44,8 +44,13 @@ Napi::Promise settleNow(Napi::Env env, std::unique_ptr<AsyncTask> task);
 // True when `device` is the host, nothing is queued or running on its executor, no task
 // of this environment is still waiting to settle, and the JS thread has not run 2 ms of
 // such work since the event loop last turned (then the next op is queued, so that a loop
-// of small awaited ops still lets timers and I/O in).
+// of small awaited ops still lets timers and I/O in). Calls that the loop brings in one
+// by one (a server's requests) never reach that.
 bool canSettleNow(Napi::Env env, Device device);
+
+// Calls run on the JS thread (settleNow, inline reads) since the event loop last turned:
+// a step that may run there too goes through the worker after so many in a row.
+int jsThreadCallsSinceLoopTurned(Napi::Env env);
 
 // Charges the time from its construction to its destruction to the JS thread's work
 // that canSettleNow bounds: for work run on the JS thread outside settleNow (an inline

@@ -169,9 +169,10 @@ Napi::Value typedArrayOf(Napi::Env env, const Tensor& t) {
 // ~40 us, against ~100 us for the trip to the worker and back and the JS thread's wake-up
 // (2-vCPU EPYC VM).
 constexpr double kStepOnJsThreadMs = 0.25;
-// Then every so many runs in a row one goes through the worker anyway, so a loop of them
-// over input already in memory (an evaluation, a predict loop) still lets the event loop
-// turn every few milliseconds.
+// Then after so many calls in a row on the JS thread without the event loop turning, one
+// goes through the worker anyway, so a loop of them over input already in memory (an
+// evaluation, a predict loop) still lets the loop turn every few milliseconds; requests
+// that each come in through the loop (a server's) never need to.
 constexpr int kStepsOnJsThreadInARow = 16;
 
 // Only a host plan with nothing queued, no earlier promise waiting, no exchange with other
@@ -181,7 +182,7 @@ bool runsOnJsThread(Napi::Env env, Plan& plan, int64_t batch, int64_t fedValues)
   if (plan.device().isCuda() || plan.hasExchanges() || plan.optimizerCount() > 0) return false;
   const Plan::RecentRuns& last = plan.recentRuns();
   if (last.batch < 0 || batch > last.batch || fedValues > last.fedValues || last.nativeMs > kStepOnJsThreadMs ||
-      last.onJsThreadInARow >= kStepsOnJsThreadInARow) {
+      jsThreadCallsSinceLoopTurned(env) >= kStepsOnJsThreadInARow) {
     return false;
   }
   return canSettleNow(env, plan.device());
@@ -241,7 +242,7 @@ Napi::Value planRun(const Napi::CallbackInfo& info) {
   const bool onJsThread = runsOnJsThread(env, *plan, int64_t(batch), fedValues);
   auto resolveOutputs = [plan, result, batch, fedValues, onJsThread](Napi::Env env) -> Napi::Value {
     Plan::RecentRuns& recent = plan->recentRuns();
-    recent = {int64_t(batch), fedValues, result->nativeMs, onJsThread ? recent.onJsThreadInARow + 1 : 0};
+    recent = {int64_t(batch), fedValues, result->nativeMs};
     Napi::Object out = Napi::Object::New(env);
     Napi::Array outputs = Napi::Array::New(env, result->fetched.size());
     for (size_t i = 0; i < result->fetched.size(); ++i) outputs.Set(uint32_t(i), typedArrayOf(env, result->fetched[i]));

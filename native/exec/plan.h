@@ -99,13 +99,12 @@ class Plan {
   bool hasExchanges() const { return hasExchanges_; }
 
   // What planRun knows of this plan's last run, to choose whether a small step may run
-  // on the JS thread: its batch, how many values were fed, its native time, and how many
-  // runs in a row ran there. Read and written on the JS thread only (when a run settles).
+  // on the JS thread: its batch, how many values were fed and its native time. Read and
+  // written on the JS thread only (when a run settles).
   struct RecentRuns {
     int64_t batch = -1;
     int64_t fedValues = 0;
     double nativeMs = 0;
-    int onJsThreadInARow = 0;
   };
   RecentRuns& recentRuns() { return recent_; }
 
