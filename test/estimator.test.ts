@@ -140,6 +140,38 @@ describe('Estimator checkpoints', () => {
     expect(fs.readdirSync(dir).filter((f) => f.endsWith('.safetensors')).length).toBe(2);
   });
 
+  test("an Estimator that has not trained evaluates and predicts on the trainer's latest checkpoint; one that trained keeps its own values", async () => {
+    const dir = tmp();
+    const input = dataset(8192, TRAIN);
+    const evalInput = dataset(1024, EVAL);
+    const config = () => new hb.estimator.RunConfig({ saveCheckpointsSteps: 1000, log: () => undefined, progressBar: false });
+    const probs = async (est: hb.estimator.Estimator) => {
+      const out: number[] = [];
+      for await (const p of est.predict(dataset(2048, EVAL, 64))) { out.push(p.probs as number); if (out.length === 64) break; }
+      return out;
+    };
+    const trainer = new hb.estimator.Estimator({ modelFn: makeModelFn(), modelDir: dir, config: config() });
+    // Watching the directory before any checkpoint is there: the initial values, step 0.
+    const watcher = new hb.estimator.Estimator({ modelFn: makeModelFn(), modelDir: dir, config: config() });
+    expect((await watcher.evaluate(evalInput)).globalStep).toBe(0);
+    await trainer.train(input, { steps: 2 });
+    expect((await watcher.evaluate(evalInput)).globalStep).toBe(2);
+    expect(await probs(watcher)).toEqual(await probs(trainer));
+    // The trainer goes on: the watcher follows (before, it stayed at its first restore).
+    await trainer.train(input, { steps: 3 });
+    const atFive = await watcher.evaluate(evalInput);
+    expect(atFive.globalStep).toBe(5);
+    expect(atFive.loss).toBe((await trainer.evaluate(evalInput)).loss);
+    expect(await probs(watcher)).toEqual(await probs(trainer));
+    // Another Estimator resumes and trains on to step 8: the first trainer holds values it
+    // trained itself, newer than its last restore, and keeps them.
+    const resumed = new hb.estimator.Estimator({ modelFn: makeModelFn(), modelDir: dir, config: config() });
+    await resumed.train(input, { steps: 3 });
+    expect(resumed.globalStep).toBe(8);
+    expect((await trainer.evaluate(evalInput)).globalStep).toBe(5);
+    expect((await watcher.evaluate(evalInput)).globalStep).toBe(8);
+  });
+
   test('a variable restored as soon as it is made is not filled by its initializer first (zeros, then the checkpoint)', async () => {
     const dir = tmp();
     const input = dataset(4096, TRAIN);

@@ -203,6 +203,19 @@ export class CheckpointManager {
   }
 
   /**
+   * latest() looked for again when the directory lists a checkpoint of a later step than
+   * `step` (another process trains there): undefined when it lists none, or when none of
+   * them opens. Only names are read when nothing is newer.
+   */
+  async newerThan(step: number): Promise<OpenedCheckpoint | undefined> {
+    const listed = await listCheckpoints(this.modelDir);
+    if (!listed.some((c) => c.globalStep > step)) return undefined;
+    this.chosen = undefined;
+    const latest = await this.latest();
+    return latest !== undefined && latest.source.globalStep > step ? latest : undefined;
+  }
+
+  /**
    * `candidate` with its base opened when it is a delta; a delta whose base does not open
    * (rotated out, corrupt) is refused and the next older checkpoint tried, as a corrupt
    * one is. undefined for no candidate; throws when every one left was refused.

@@ -128,6 +128,24 @@ export class Estimator {
     return this.step;
   }
 
+  /**
+   * Before an evaluation or a prediction by an Estimator that has not trained since its
+   * restore: a checkpoint of a later step in modelDir (another process trains there) is
+   * restored first, as TF's evaluate and predict read the latest checkpoint each time (an
+   * evaluator watching a trainer's directory). One that has trained holds values newer
+   * than those on disk and keeps them. In one process only: the ranks of a job would have
+   * to agree on the step.
+   */
+  private async followNewerCheckpoint(): Promise<void> {
+    if (!this.checkpoints || this.world.size > 1) return;
+    const untrained = this.restoredStep === undefined ? this.step === 0 : this.restoredStep === this.step;
+    if (!untrained) return;
+    const newer = await this.checkpoints.newerThan(this.step);
+    if (!newer) return;
+    this.restoreFrom(newer.path, newer.source.globalStep);
+    this.restoredNames = new Set(newer.source.entries.keys());
+  }
+
   private restoreFrom(file: string, globalStep: number): void {
     this.step = globalStep;
     this.restoredStep = globalStep;
@@ -147,6 +165,7 @@ export class Estimator {
     let failure: Error | undefined;
     try {
       await this.restoreGlobalStep();
+      if (mode !== ModeKeys.TRAIN) await this.followNewerCheckpoint();
       // Made as zeros, the variables a restore overwrites at once (nothing trained since it).
       const restoring = this.restoredStep !== undefined && this.restoredStep === this.step ? this.restoredNames : new Set<string>();
       const buildModel = () => withRestoredNames(restoring, () => this.model.build(mode, example));

@@ -34,7 +34,9 @@ bool deviceIsIdle(Device device);
 // make and only has to notify the JS thread: a JS thread woken by that notice then finds
 // the queue idle, and a small op it starts next can run at once instead of queueing
 // behind a task that has finished (a race the notice usually lost on 2 busy cores).
-// Elsewhere, or a second time, it does nothing.
+// Elsewhere, or a second time, it does nothing. Only the work the executor took from its
+// queue may say so: work that runOnDeviceAndWait runs inline inside it would count the
+// outer work done.
 void finishRunningWork();
 
 // Ready once everything queued on `device` so far has run. A task on another device
