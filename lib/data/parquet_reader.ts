@@ -89,21 +89,35 @@ interface OpenFile {
   handle: ParquetWasm.ParquetFile;
   plans: Map<string, ColumnPlan>;
   names: string[];
+  /** The file as it was opened: another one under its path is opened anew. */
+  stamp: string;
 }
 
+// Open files, kept while this reader thread lives (across passes: the threads are kept
+// between them). A file replaced or rewritten since it was opened (new data between
+// epochs) is opened again: the kept footer would plan the old row groups, and its blob
+// cannot be read once the file has changed.
 const files = new Map<string, OpenFile>();
+
+function stampOf(stat: fs.Stats): string {
+  return `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`;
+}
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
 async function open(file: string, task: ParquetTask): Promise<OpenFile> {
-  const cached = files.get(file);
-  if (cached !== undefined) return cached;
-  let blob: Blob;
   // openAsBlob's own error for a missing file is "Unable to open file as blob": ask the
   // file system first, which names the problem.
   const stat = await fs.promises.stat(file).catch((error: NodeJS.ErrnoException) => error);
+  const cached = files.get(file);
+  if (cached !== undefined) {
+    if (!(stat instanceof Error) && cached.stamp === stampOf(stat)) return cached;
+    // Not freed here: a read of this thread may still be using it.
+    files.delete(file);
+  }
+  let blob: Blob;
   if (stat instanceof Error) {
     const why = stat.code === 'ENOENT' ? 'no such file' : stat.code === 'EACCES' ? 'permission denied' : message(stat);
     throw new Error(`Dataset.fromParquet: cannot open ${file}: ${why}`);
@@ -137,7 +151,7 @@ async function open(file: string, task: ParquetTask): Promise<OpenFile> {
     }
     plans.set(name, plan);
   }
-  const opened = { handle, plans, names: task.columns ?? names };
+  const opened = { handle, plans, names: task.columns ?? names, stamp: stampOf(stat) };
   files.set(file, opened);
   return opened;
 }
