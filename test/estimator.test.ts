@@ -292,6 +292,24 @@ describe('Estimator predict and errors', () => {
     expect(second).not.toEqual(first);
   });
 
+  test('two evaluations at once each report their own input, as one after the other', async () => {
+    // The metrics of one model share native accumulators: before, each of two concurrent
+    // evaluations reset them and counted the other's rows too (checked).
+    const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: quiet() });
+    await est.train(dataset(4096, TRAIN), { steps: 4 });
+    // Batches in memory: the two evaluations' steps take turns at every await.
+    const inMemory = async (input: hb.estimator.InputFn) => {
+      const out: hb.estimator.Batch[] = [];
+      for await (const b of (await input()) as AsyncIterable<hb.estimator.Batch>) out.push(b);
+      return out;
+    };
+    const first = await inMemory(dataset(2048, EVAL, 256));
+    const other = await inMemory(() => hb.data.Dataset.synthetic({ numDense, tables, numSamples: 512, seed: 23 }).batch(128));
+    const alone = [await est.evaluate(() => first), await est.evaluate(() => other)];
+    expect(alone[0].auc).not.toBe(alone[1].auc);
+    expect(await Promise.all([est.evaluate(() => first), est.evaluate(() => other)])).toEqual(alone);
+  });
+
   test('predict yields one object per example with each prediction', async () => {
     const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: quiet() });
     const rows: Array<Record<string, number | Float32Array>> = [];

@@ -73,6 +73,8 @@ export class Estimator {
   private exampleBatch?: Batch;
   /** Whether the global step has been read from the latest checkpoint. */
   private stepRestored = false;
+  /** The evaluation running, or done (see evaluateOn). */
+  private evaluations: Promise<unknown> = Promise.resolve();
   /** The checkpoint step the variables are restored from, while nothing has trained since. */
   private restoredStep?: number;
   /** The file they are restored from (fitting() may move to an older one than restoreGlobalStep saw). */
@@ -401,7 +403,18 @@ export class Estimator {
     }
   }
 
-  private async evaluateOn(batches: AsyncGenerator<Batch>, options: { steps?: number; name?: string }): Promise<EvaluateResult> {
+  /**
+   * One evaluation at a time: the model's metrics accumulate in one set of native
+   * accumulators, which a second evaluation at the same time would reset and fill with
+   * its own rows (two concurrent evaluate() calls each reported a mix of both inputs).
+   */
+  private evaluateOn(batches: AsyncGenerator<Batch>, options: { steps?: number; name?: string }): Promise<EvaluateResult> {
+    const run = this.evaluations.then(() => this.evaluateAlone(batches, options));
+    this.evaluations = run.catch(() => undefined);
+    return run;
+  }
+
+  private async evaluateAlone(batches: AsyncGenerator<Batch>, options: { steps?: number; name?: string }): Promise<EvaluateResult> {
     const first = await batches.next();
     if (first.done) throw this.world.size > 1 ? noBatchError('evaluate', this.world.rank) : new Error('evaluate: the input gave no batch');
     const built = await this.build(ModeKeys.EVAL, first.value);
