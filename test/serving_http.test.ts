@@ -498,6 +498,20 @@ describe('versions', () => {
     await until(() => models[0].closed, 'version 1 to be closed');
   });
 
+  test('removing the version serving rolls back to the newest one left on disk', async () => {
+    // Before, the removed version went on serving: only a newer one could replace it.
+    const exportDir = exportDirWith(1);
+    const server = await serve(exportDir);
+    writeVersion(exportDir, 2);
+    await until(() => server.version === 2, 'version 2 to be served');
+    fs.rmSync(path.join(exportDir, '2'), { recursive: true, force: true });
+    await until(() => server.version === 1, 'version 1 to be served again');
+    expect((await post(predictUrl(server), { instances: [{ x: 1, pair: [0, 0] }] })).status).toBe(200);
+    // A newer version still replaces it.
+    writeVersion(exportDir, 3);
+    await until(() => server.version === 3, 'version 3 to be served');
+  });
+
   test('a swap under load fails no request; later requests get the new version; the old closes after its requests', async () => {
     const served: number[] = [];
     const exportDir = exportDirWith(1);

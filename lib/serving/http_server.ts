@@ -207,7 +207,12 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
     if (loaded.retired && loaded.users === 0) closeVersion(loaded);
   };
 
-  /** Loads the newest complete version newer than the one serving, skipping failed loads whose directory has not changed since. */
+  /**
+   * Loads the newest complete version newer than the one serving, skipping failed loads
+   * whose directory has not changed since. When the version serving is no longer on disk
+   * (removed to roll back), the newest one that is takes its place, older or not, as TF
+   * Serving's latest-version policy does.
+   */
   const scan = async (): Promise<void> => {
     let versions: VersionDirectory[];
     try {
@@ -219,8 +224,9 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
       lastScanError = message;
       return;
     }
+    const currentOnDisk = current !== undefined && versions.some((v) => v.version === current!.version);
     for (const candidate of versions) {
-      if (shuttingDown || (current && candidate.version <= current.version)) return;
+      if (shuttingDown || (current && currentOnDisk && candidate.version <= current.version)) return;
       if (failed.get(candidate.version)?.stamp === candidate.stamp) continue;
       let model: ServableModel;
       try {
