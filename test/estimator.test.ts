@@ -428,6 +428,37 @@ describe('reproducible runs: RunConfig tfRandomSeed', () => {
   const same = (a: Map<string, Float32Array>, b: Map<string, Float32Array>) =>
     a.size === b.size && [...a].every(([k, v]) => b.has(k) && Buffer.from(v.buffer).equals(Buffer.from(b.get(k)!.buffer)));
 
+  test('two models built at once, their modelFns awaiting midway, keep their own graphs and seeds', async () => {
+    // The graph being built and the graph-level seed were globals: the second build's,
+    // set while the first awaited, took over the first's ops and variables (checked).
+    const awaitingMidway = () => {
+      const dense = Array.from({ length: numDense }, (_, i) => fc.numericColumn(`I${i + 1}`));
+      const sparse = tables.map((t) => fc.embeddingColumn(fc.categoricalColumnWithIdentity(t.name, t.vocabularySize), 8));
+      return async (features: Record<string, unknown>, labels: unknown, mode: hb.estimator.Mode) => {
+        const x = m.concat([m.log(m.addConstant(hb.nn.relu(fc.DenseFeatures(dense)(features)), 1)), fc.DenseFeatures(sparse)(features)], 1);
+        await new Promise((r) => setTimeout(r, 20));
+        const logits = hb.layers.dense(hb.layers.dense(x, 16, { activation: hb.nn.relu }), 1);
+        const loss = hb.losses.sigmoidCrossEntropy(labels as hb.SymbolicTensor, logits);
+        return hb.estimator.EstimatorSpec({ mode, loss, trainOp: new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss) });
+      };
+    };
+    const estimatorOf = (tfRandomSeed: number) =>
+      new hb.estimator.Estimator({ modelFn: awaitingMidway(), config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, tfRandomSeed }) });
+    // Batches in memory: both builds start at once.
+    const batches: hb.estimator.Batch[] = [];
+    for await (const b of dataset(2048, TRAIN, 256)()) batches.push(b);
+    const trained = async (est: hb.estimator.Estimator) => {
+      await est.train(() => batches.slice(0, 4), { maxSteps: 4 });
+      return snapshot(est);
+    };
+    const alone = [await trained(estimatorOf(7)), await trained(estimatorOf(8))];
+    const together = await Promise.all([trained(estimatorOf(7)), trained(estimatorOf(8))]);
+    for (const i of [0, 1]) {
+      expect([...together[i].keys()].sort()).toEqual([...alone[i].keys()].sort());
+      expect(same(together[i], alone[i])).toBe(true);
+    }
+  });
+
   test('the same seed trains to bit-identical variables; another seed, or none, does not', async () => {
     const first = await run(7);
     expect(first.size).toBeGreaterThan(4);

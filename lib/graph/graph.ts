@@ -5,6 +5,7 @@
 // before its consumers; a node may have several outputs (unique: ids and their index).
 import type { Batch } from '../data/batch';
 import { Initializer } from '../initializers/initializers';
+import { ScopedValue } from '../tensor/scoped_value';
 import { Variable, variable } from '../tensor/variable';
 import { shownValue } from '../shown_value';
 import type { StepPhase } from './plan_spec';
@@ -238,27 +239,24 @@ export class Graph {
   }
 }
 
-// The graph a modelFn is building. Ops made outside one fail with a message saying so.
-const graphStack: Graph[] = [];
+// The graph a modelFn is building, followed through the modelFn's awaits: two models
+// built at once (an async modelFn, two Estimators) each add their ops to their own graph.
+// Ops made outside one fail with a message saying so.
+const buildingGraph = new ScopedValue<Graph>();
 
 export function currentGraph(what: string, ErrorClass: ErrorConstructor = Error): Graph {
-  const g = graphStack[graphStack.length - 1];
+  const g = buildingGraph.get();
   if (!g) throw new ErrorClass(`${what}: symbolic ops run inside a modelFn (hb.estimator.Estimator), where features are symbolic`);
   return g;
 }
 
 /** The graph a modelFn is building, if one is. */
 export function maybeCurrentGraph(): Graph | undefined {
-  return graphStack[graphStack.length - 1];
+  return buildingGraph.get();
 }
 
-export async function withGraph<T>(graph: Graph, body: () => Promise<T> | T): Promise<T> {
-  graphStack.push(graph);
-  try {
-    return await body();
-  } finally {
-    graphStack.pop();
-  }
+export function withGraph<T>(graph: Graph, body: () => Promise<T> | T): Promise<T> {
+  return buildingGraph.run(graph, async () => body());
 }
 
 export function shapeString(shape: Shape): string {

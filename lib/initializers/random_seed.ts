@@ -3,18 +3,14 @@
 // from that seed and the variable's name, so the same model with the same seed starts
 // from the same values in every run; without one, each run differs. (TF derives from
 // the op's creation order; the name does not depend on the order columns are built in.)
+import { ScopedValue } from '../tensor/scoped_value';
 
-let active: number | undefined;
+// Followed through the build's awaits, so two models built at once keep their own seeds.
+const graphSeed = new ScopedValue<{ seed: number | undefined }>();
 
 /** Runs `body` with `seed` as the graph-level seed (the Estimator does, around modelFn). */
-export async function withGraphSeed<T>(seed: number | undefined, body: () => T | Promise<T>): Promise<T> {
-  const previous = active;
-  active = seed;
-  try {
-    return await body();
-  } finally {
-    active = previous;
-  }
+export function withGraphSeed<T>(seed: number | undefined, body: () => T | Promise<T>): Promise<T> {
+  return graphSeed.run({ seed }, async () => body());
 }
 
 // cyrb53: a small, well-mixed 53-bit string hash.
@@ -33,6 +29,7 @@ function hash53(text: string, seed: number): number {
 
 /** The seed of an unseeded initializer for the variable `name`: derived when a graph-level seed is in effect, else random. */
 export function seedFor(name: string): number {
+  const active = graphSeed.get()?.seed;
   if (active === undefined) return Math.floor(Math.random() * 2 ** 48);
   return hash53(name, active);
 }
