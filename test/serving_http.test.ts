@@ -128,11 +128,13 @@ const servers: ModelServer[] = [];
 const dirs: string[] = [];
 const agents: http.Agent[] = [];
 
-/** `manifest.fail` makes its load fail. */
+/** `manifest.fail` makes its load fail; `manifest.failTimes` its first loads. */
 async function loadFake(versionDir: string): Promise<ServableModel> {
   loads.push(versionDir);
-  const manifest = JSON.parse(fs.readFileSync(path.join(versionDir, 'manifest.json'), 'utf8')) as { fail?: boolean };
+  const manifest = JSON.parse(fs.readFileSync(path.join(versionDir, 'manifest.json'), 'utf8')) as { fail?: boolean; failTimes?: number };
   if (manifest.fail) throw new Error(`export ${path.basename(versionDir)} is broken`);
+  const attempt = loads.filter((d) => d === versionDir).length;
+  if (manifest.failTimes !== undefined && attempt <= manifest.failTimes) throw new Error(`export ${path.basename(versionDir)}: out of memory, try ${attempt}`);
   const model = new FakeModel(Number(path.basename(versionDir)), versionDir);
   models.push(model);
   return model;
@@ -496,6 +498,23 @@ describe('versions', () => {
     fs.utimesSync(manifest, later, later);
     await until(() => server.version === 2, 'the fixed version 2 to be served');
     await until(() => models[0].closed, 'version 1 to be closed');
+  });
+
+  test('a version whose load failed is tried again after loadRetryMs, up to maxLoadRetries times', async () => {
+    // Before, a failed load was tried again only once its directory changed: a passing
+    // failure (device memory still held by the old version) left the old one serving.
+    const exportDir = exportDirWith(1);
+    const server = await serve(exportDir, { loadRetryMs: 30, maxLoadRetries: 2 });
+    const loadsOf = (version: number) => loads.filter((dir) => dir.endsWith(`${path.sep}${version}`)).length;
+    writeVersion(exportDir, 2, { failTimes: 2 });
+    await until(() => server.version === 2, 'version 2 to be served after two failed loads');
+    expect(loadsOf(2)).toBe(3);
+    writeVersion(exportDir, 3, { fail: true });
+    await until(() => loadsOf(3) === 3, 'version 3 to be tried three times');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(loadsOf(3)).toBe(3);
+    expect(server.version).toBe(2);
+    await expect(serve(exportDir, { loadRetryMs: -1 })).rejects.toThrow('startServer: loadRetryMs must be a whole number >= 0, got -1');
   });
 
   test('removing the version serving rolls back to the newest one left on disk', async () => {

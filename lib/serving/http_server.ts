@@ -38,6 +38,14 @@ export interface ServerOptions {
    * Default 64.
    */
   maxInFlight?: number;
+  /**
+   * A version whose load failed is tried again this long after (a passing failure: device
+   * memory still held by the old version, a network filesystem's hiccup), up to
+   * maxLoadRetries times, and at once when its directory changes. Defaults 60000 and 5,
+   * TF Serving's.
+   */
+  loadRetryMs?: number;
+  maxLoadRetries?: number;
   /** Where loads, swaps and failures are reported; default: nowhere. */
   log?: (line: string) => void;
   /** Called each time a version starts being served (the first one, then each swap). */
@@ -58,7 +66,7 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-const DEFAULTS = { host: '127.0.0.1', port: 8501, pollIntervalMs: 1000, maxRequestBytes: 16 * 1024 * 1024, maxBatch: 4096, maxInFlight: 64 };
+const DEFAULTS = { host: '127.0.0.1', port: 8501, pollIntervalMs: 1000, maxRequestBytes: 16 * 1024 * 1024, maxBatch: 4096, maxInFlight: 64, loadRetryMs: 60_000, maxLoadRetries: 5 };
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** An answer other than 200, with TF Serving's `{"error": message}` body. */
@@ -134,6 +142,8 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
   const maxRequestBytes = options.maxRequestBytes ?? DEFAULTS.maxRequestBytes;
   const maxBatch = options.maxBatch ?? DEFAULTS.maxBatch;
   const maxInFlight = options.maxInFlight ?? DEFAULTS.maxInFlight;
+  const loadRetryMs = options.loadRetryMs ?? DEFAULTS.loadRetryMs;
+  const maxLoadRetries = options.maxLoadRetries ?? DEFAULTS.maxLoadRetries;
   // A failing log must not stop a swap or a shutdown half way.
   const log = (line: string): void => {
     try {
@@ -147,6 +157,8 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
     ['maxRequestBytes', maxRequestBytes, 1],
     ['maxBatch', maxBatch, 1],
     ['maxInFlight', maxInFlight, 1],
+    ['loadRetryMs', loadRetryMs, 0],
+    ['maxLoadRetries', maxLoadRetries, 0],
     ['port', options.port ?? DEFAULTS.port, 0],
   ] as const) {
     if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`startServer: ${name} must be a whole number >= ${min}, got ${value}`);
@@ -172,7 +184,13 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
   let current: LoadedVersion | undefined;
   // Loaded and not closed yet: the serving version and retired ones still answering.
   const live = new Set<LoadedVersion>();
-  const failed = new Map<number, { stamp: string; message: string }>();
+  const failed = new Map<number, { stamp: string; message: string; at: number; tries: number }>();
+  // Not tried again: unchanged since it failed, and either retried enough or failed too lately.
+  const waitsAfterFailure = (candidate: VersionDirectory): boolean => {
+    const failure = failed.get(candidate.version);
+    if (failure === undefined || failure.stamp !== candidate.stamp) return false;
+    return failure.tries > maxLoadRetries || Date.now() - failure.at < loadRetryMs;
+  };
   let shuttingDown = false;
   let lastScanError = '';
 
@@ -227,14 +245,16 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
     const currentOnDisk = current !== undefined && versions.some((v) => v.version === current!.version);
     for (const candidate of versions) {
       if (shuttingDown || (current && currentOnDisk && candidate.version <= current.version)) return;
-      if (failed.get(candidate.version)?.stamp === candidate.stamp) continue;
+      if (waitsAfterFailure(candidate)) continue;
       let model: ServableModel;
       try {
         log(`${modelName}: loading version ${candidate.version} from ${candidate.directory}`);
         model = await options.load(candidate.directory);
       } catch (error) {
         const message = (error as Error)?.message ?? String(error);
-        failed.set(candidate.version, { stamp: candidate.stamp, message });
+        const before = failed.get(candidate.version);
+        const tries = before?.stamp === candidate.stamp ? before.tries + 1 : 1;
+        failed.set(candidate.version, { stamp: candidate.stamp, message, at: Date.now(), tries });
         log(`${modelName}: version ${candidate.version} failed to load, ${current ? `still serving version ${current.version}` : 'no version serving'}: ${message}`);
         continue;
       }
