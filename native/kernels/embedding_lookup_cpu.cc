@@ -19,17 +19,21 @@ namespace {
 // loads then waited on DRAM anyway. On a 2-vCPU EPYC VM (Zen 4), 1M-row tables, 20 ids
 // a bag: 4096 bags of dim 64 1.57-1.91 -> 0.84-0.93 ms, of dim 128 3.0-3.1 -> 1.4-1.5 ms;
 // in the lookup grid the uniform 20-id cells went from 0.78-1.56x PyTorch to 1.39-2.68x.
-// The distance is counted in cache lines, kPrefetchLines of them, and at least
-// kMinPrefetchIds ids: narrow rows need more ids ahead for as many lines in flight (24
-// ids of dim 16 are 24 lines; 96 of them: 4096 bags x 20 ids 330-345 -> 255-300 us,
-// 16384 bags 1.42-1.53 -> 1.02-1.20 ms; dim 32, 48 ids: 400 -> 305-335 us). Wide rows
-// gained nothing from more (dim 64 and 128 flat from 12 to 48 ids).
-constexpr int64_t kPrefetchLines = 96;
+// The distance is counted in cache lines, kPrefetchLines of them, and 24 to 96 ids: narrow
+// rows need more ids ahead for as many lines in flight. A later session, in a phase of the
+// VM where memory ran at 40-70 GB/s (a copy), swept it again with a C++ loop over the
+// kernel: 96 ids ahead against 24-48 took dim 64, 4096 bags x 20 power-law ids 220-227 ->
+// 132 us, 16384 x 20 uniform 2.25 -> 1.83 ms, dim 32 176 -> 131 us, dim 128 power-law
+// 419 -> 380 us; one-id bags and dim 16 unchanged. 96 rows of dim 64 ahead are 24 KiB: L2
+// keeps them until they are read. (Earlier, at 18-25 GB/s, dims 64 and 128 were flat from
+// 12 to 48 ids.)
+constexpr int64_t kPrefetchLines = 384;
 constexpr int64_t kMinPrefetchIds = 24;
+constexpr int64_t kMaxPrefetchIds = 96;
 
 constexpr int64_t prefetchDistance(int64_t dim) {
   const int64_t lines = std::max<int64_t>(1, (dim * int64_t(sizeof(float)) + 63) / 64);
-  return std::max(kMinPrefetchIds, kPrefetchLines / lines);
+  return std::max(kMinPrefetchIds, std::min(kMaxPrefetchIds, kPrefetchLines / lines));
 }
 
 // The kernel's 8-float vectors only live in registers of inlined code: the ABI note GCC
