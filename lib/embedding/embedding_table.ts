@@ -168,11 +168,6 @@ export class EmbeddingTable implements SlotOwner {
   }
 
   /**
-   * The rows as a tensor of `graph` (this rank's shard, when sharded), made on first use
-   * on the graph's device unless the placement says where; checked against the graph's
-   * world.
-   */
-  /**
    * The table whose rows `store` (one model's variables) holds: this one for the first
    * model to ask (which shares them with eager use), a new one of the same spec and
    * placement for each other model. Columns made once and given to two Estimators (a
@@ -208,6 +203,11 @@ export class EmbeddingTable implements SlotOwner {
     return graph.store.adopt(this.name, made, [this.localRows, this.spec.dim], (existing) => ((existing.slotOwner as { dynamic?: boolean } | undefined)?.dynamic ? 'one fixed, one dynamic' : undefined));
   }
 
+  /**
+   * The rows as a tensor of `graph` (this rank's shard, when sharded), made on first use
+   * on the graph's device unless the placement says where; checked against the graph's
+   * world.
+   */
   graphVariable(graph: Graph): SymbolicTensor {
     const rows = this.graphVariableOf(graph);
     if (rows.device !== 'cpu' && rows.device !== graph.device) {
