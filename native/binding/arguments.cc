@@ -6,6 +6,7 @@
 
 #include "native/core/buffer.h"
 #include "native/core/executor.h"
+#include "native/core/tensor.h"
 
 namespace hb {
 namespace binding {
@@ -265,14 +266,8 @@ Tensor borrowTypedArray(const Napi::Value& value, const char* argument) {
   return Tensor{Buffer::wrapHost(values.data, bytes, nullptr), values.dtype, {int64_t(values.length)}};
 }
 
-Tensor ownedCopy(const Tensor& borrowed) {
-  Tensor copy{Buffer::allocate(Device::cpu(), borrowed.bytes()), borrowed.dtype, borrowed.shape};
-  if (borrowed.bytes() > 0) std::memcpy(copy.buffer->data(), borrowed.buffer->data(), borrowed.bytes());
-  return copy;
-}
-
 Tensor copyTypedArray(const Napi::Value& value, const char* argument) {
-  return ownedCopy(borrowTypedArray(value, argument));
+  return copyTensor(borrowTypedArray(value, argument), Device::cpu());
 }
 
 }  // namespace binding

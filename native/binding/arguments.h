@@ -75,10 +75,8 @@ Tensor copyTypedArray(const Napi::Value& value, const char* argument);
 
 // The same checks, and a host tensor over the array's own values, holding no reference
 // to it: only for work done on the JS thread before the call returns, where no JS runs
-// to change or detach the array. ownedCopy turns it into what a queued task may keep.
+// to change or detach the array. copyTensor turns it into what a queued task may keep.
 Tensor borrowTypedArray(const Napi::Value& value, const char* argument);
-// A host tensor's values copied into a block of their own.
-Tensor ownedCopy(const Tensor& borrowed);
 
 // The JS error for a native one: a TypeError for ErrorCode::Type, an Error otherwise,
 // with `code` set to the code's name (HB_ERR_*).

@@ -5,6 +5,7 @@
 #include "native/binding/arguments.h"
 #include "native/binding/tensor_handle.h"
 #include "native/core/status.h"
+#include "native/core/tensor.h"
 
 namespace hb {
 namespace binding {
@@ -41,9 +42,9 @@ SparseLookupRequest readLookupArguments(const Napi::CallbackInfo& info, const ch
 }
 
 void ownLookupIds(SparseLookupRequest* request) {
-  request->ids = ownedCopy(request->ids);
-  request->rowSplits = ownedCopy(request->rowSplits);
-  if (request->hasWeights) request->weights = ownedCopy(request->weights);
+  request->ids = copyTensor(request->ids, Device::cpu());
+  request->rowSplits = copyTensor(request->rowSplits, Device::cpu());
+  if (request->hasWeights) request->weights = copyTensor(request->weights, Device::cpu());
 }
 
 }  // namespace binding
