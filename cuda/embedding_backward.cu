@@ -39,9 +39,9 @@ constexpr int kThreads = 256;
 // Grid-stride loops cover whatever a grid of this many blocks does not.
 constexpr int64_t kMaxBlocks = int64_t(1) << 20;
 constexpr int64_t kMaxRowBlocks = int64_t(1) << 16;
-// Kernel B keeps two rows per block in shared memory up to this width (48 KiB, the
+// Kernel B keeps three rows per block in shared memory up to this width (48 KiB, the
 // limit without opting in), in global scratch beyond it.
-constexpr int64_t kMaxSharedWidth = 6144;
+constexpr int64_t kMaxSharedWidth = 4096;
 // Entries of a segment whose loads kernel A issues before adding them (see segmentColumns).
 constexpr int kPrefetch = 16;
 // Shared memory the long-segment kernel stages a chunk of entries in (under the 48 KiB
@@ -238,9 +238,10 @@ __device__ void applySparseElement(const OptimizerHyper& h, float* var, float* s
   }
 }
 
-// One (segment, column)'s sum: its entries' values added in entry order, each unit from
-// zero and the units combined as the CPU does, then written out or applied. Kernel A and
-// the long-segment kernel feed it the same values in the same order.
+// One (segment, column)'s sum: its entries' values added in entry order (a unit's entries
+// blocked: lookup_gradient.h), each unit from zero and the units combined as the CPU does,
+// then written out or applied. Kernel A, the long-segment kernel and the pieces' kernels
+// feed it the same values in the same order.
 struct ColumnSum {
   const Sink* sink;
   bool perUnit;  // GradientDescent: each unit applied as it ends (TF's scatter_sub)
@@ -248,7 +249,8 @@ struct ColumnSum {
   float* var;    // update mode: the column's variable element
   int32_t current;
   float sum;
-  float unit;
+  float unit;                  // the unit's value, for sources whose entries are units
+  BlockedRunningSum entries;   // the unit's entries, for sources that sum them
 
   __device__ ColumnSum(const Sink& s, bool anySpans, float* element, int32_t firstUnit)
       : sink(&s), perUnit(s.update && s.hyper.kind == OptimizerKind::GradientDescent), spans(anySpans),
@@ -257,21 +259,25 @@ struct ColumnSum {
   template <bool kSumsUnits>
   __device__ void add(int32_t entryUnit, float x) {
     if (entryUnit != current) {
-      finishUnit();
+      finishUnit<kSumsUnits>();
       current = entryUnit;
-      unit = 0.0f;
+      entries = BlockedRunningSum();
     }
-    unit = kSumsUnits ? addRn(unit, x) : x;
+    if (kSumsUnits) entries.add(x);
+    else unit = x;
   }
 
+  template <bool kSumsUnits>
   __device__ void finishUnit() {
-    if (perUnit) applyElementOf<OptimizerKind::GradientDescent>(sink->hyper, var, nullptr, nullptr, unit);
-    else sum = spans ? addRn(sum, unit) : unit;
+    const float value = kSumsUnits ? entries.value() : unit;
+    if (perUnit) applyElementOf<OptimizerKind::GradientDescent>(sink->hyper, var, nullptr, nullptr, value);
+    else sum = spans ? addRn(sum, value) : value;
   }
 
   // After the last entry: output position k, element `at` of the table.
+  template <bool kSumsUnits>
   __device__ void finish(int64_t k, int64_t c, int64_t width, int64_t at) {
-    finishUnit();
+    finishUnit<kSumsUnits>();
     if (!sink->update) {
       sink->out[k * width + c] = sum;
     } else if (!perUnit) {
@@ -281,7 +287,7 @@ struct ColumnSum {
   }
 };
 
-// Segments with more entries than this go to the long-segment kernel: under a power law
+// Segments with more entries than this go to the long-segment kernels: under a power law
 // one row can hold a tenth of a batch's ids, and one thread per column walking them all
 // would be the whole kernel's time.
 constexpr int32_t kLongSegment = 64;
@@ -322,21 +328,106 @@ __global__ void segmentColumns(Source source, SegmentView s, int64_t width, Sink
         if (first + q < end) sum.template add<Source::kSumsUnits>(units[q], values[q]);
       }
     }
-    sum.finish(k, c, width, at);
+    sum.template finish<Source::kSumsUnits>(k, c, width, at);
   }
 }
 
+// Long segments of one unit whose rows are at most this wide are summed in pieces (below);
+// wider ones, and segments of several units, by segmentColumnsLong. A piece's sums take
+// width floats of scratch, and a step has at most entries / kSumBlock + long segments.
+constexpr int64_t kMostPieceWidth = 1024;
+
 // The output positions of the segments with more than kLongSegment entries, in any order
-// (each is one row, summed on its own).
-__global__ void listLongSegments(SegmentView s, const int32_t* order, int32_t* list, int32_t* count) {
+// (each is one row, summed on its own): into `pieced` (with each one's piece count, in
+// the same slot) those of one unit when `pieces` is set, the others into `list`.
+template <typename Source>
+__global__ void listLongSegments(Source source, SegmentView s, const int32_t* order, int32_t* list, int32_t* count,
+                                 int32_t* pieced, int32_t* pieces, int32_t* piecedCount) {
   const int64_t segments = s.count[0];
   for (int64_t k = threadIndex(); k < segments; k += threadCount()) {
     const int64_t u = order ? order[k] : k;
-    if (s.offsets[u + 1] - s.offsets[u] > kLongSegment) list[atomicAdd(count, 1)] = int32_t(k);
+    const int32_t begin = s.offsets[u];
+    const int32_t end = s.offsets[u + 1];
+    if (end - begin <= kLongSegment) continue;
+    if (pieces && source.unitOf(s.entries[begin]) == source.unitOf(s.entries[end - 1])) {
+      const int32_t slot = atomicAdd(piecedCount, 1);
+      pieced[slot] = int32_t(k);
+      pieces[slot] = int32_t((end - begin + kSumBlock - 1) / kSumBlock);
+    } else {
+      list[atomicAdd(count, 1)] = int32_t(k);
+    }
   }
 }
 
-// One block per long segment, for the sinks of kernel A. The block stages a chunk of
+// A long segment of one unit is cut into pieces of kSumBlock entries, its blocks: one
+// block of threads per piece stages the piece's entries, then each column's thread sums
+// the piece in entry order into partial[piece, column]. Pieces are numbered segment after
+// segment: pieceEnds is the inclusive sum of the pieced segments' piece counts.
+// Shared memory: kSumBlock entries.
+template <typename Source>
+__global__ void sumPieces(Source source, SegmentView s, int64_t width, Sink sink, const int32_t* pieced,
+                          const int32_t* pieceEnds, const int32_t* piecedCount, float* partial) {
+  using Entry = typename Source::Entry;
+  Entry* entries = dynamicSharedMemory<Entry>();
+  const int32_t count = *piecedCount;
+  const int32_t pieces = count > 0 ? pieceEnds[count - 1] : 0;
+  for (int32_t p = blockIdx.x; p < pieces; p += gridDim.x) {
+    int32_t lo = 0, hi = count - 1;  // the first segment whose pieces end after p
+    while (lo < hi) {
+      const int32_t mid = (lo + hi) / 2;
+      if (pieceEnds[mid] > p) hi = mid;
+      else lo = mid + 1;
+    }
+    const int32_t index = p - (lo > 0 ? pieceEnds[lo - 1] : 0);
+    const int64_t u = segmentAt(sink, pieced[lo]);
+    const int32_t first = s.offsets[u] + index * int32_t(kSumBlock);
+    const int32_t n = int32_t(smaller(kSumBlock, s.offsets[u + 1] - first));
+    __syncthreads();  // the last piece's entries are read
+    for (int32_t q = threadIdx.x; q < n; q += blockDim.x) entries[q] = source.entry(s.entries[first + q]);
+    __syncthreads();
+    for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
+      float sum = 0.0f;
+      // As in kernel A: kPrefetch loads issued together, then added in order.
+      for (int32_t q0 = 0; q0 < n; q0 += kPrefetch) {
+        float values[kPrefetch];
+#pragma unroll
+        for (int q = 0; q < kPrefetch; ++q) values[q] = source.value(entries[smaller(q0 + q, n - 1)], c);
+#pragma unroll
+        for (int q = 0; q < kPrefetch; ++q) {
+          if (q0 + q < n) sum = addRn(sum, values[q]);
+        }
+      }
+      partial[int64_t(p) * width + c] = sum;
+    }
+  }
+}
+
+// Each pieced segment's (column's) pieces added in order, its unit's sum, then finished
+// as kernel A would.
+template <typename Source>
+__global__ void finishPieces(Source source, SegmentView s, int64_t width, Sink sink, const int32_t* pieced,
+                             const int32_t* pieceEnds, const int32_t* piecedCount, const float* partial) {
+  const int64_t count = *piecedCount;
+  const bool spans = s.count[1] != 0;
+  for (int64_t i = threadIndex(); i < count * width; i += threadCount()) {
+    const int64_t item = i / width;
+    const int64_t c = i % width;
+    const int64_t k = pieced[item];
+    const int64_t u = segmentAt(sink, k);
+    const int64_t p0 = item > 0 ? pieceEnds[item - 1] : 0;
+    const int64_t p1 = pieceEnds[item];
+    float total = partial[p0 * width + c];  // 0 + the first piece's sum, which is never -0
+    for (int64_t p = p0 + 1; p < p1; ++p) total = addRn(total, partial[p * width + c]);
+    const int64_t at = s.rows[u] * width + c;
+    const int32_t unit = source.unitOf(s.entries[s.offsets[u]]);
+    ColumnSum sum(sink, spans, sink.update ? sink.target.var + at : nullptr, unit);
+    sum.template add<false>(unit, total);  // the unit's value, as it is
+    sum.template finish<false>(k, c, width, at);
+  }
+}
+
+// One block per long segment not summed in pieces (several units, or wide rows), for the
+// sinks of kernel A. The block stages a chunk of
 // entries at a time: what each entry's columns share (one thread per entry), then the
 // chunk's values for up to blockDim.x columns (every thread, independent loads) in shared
 // memory; then each column's thread adds its column in entry order, as kernel A would.
@@ -379,21 +470,24 @@ __global__ void segmentColumnsLong(Source source, SegmentView s, int64_t width, 
           for (int32_t q = 0; q < n; ++q) sum.template add<Source::kSumsUnits>(entries[q].unit, staged[q * tileWidth + tid]);
         }
       }
-      if (owner) sum.finish(k, c, width, rowStart + c);
+      if (owner) sum.template finish<Source::kSumsUnits>(k, c, width, rowStart + c);
     }
   }
 }
 
 // Kernel B: one block per segment, for clipping (maxNorm) and RowwiseAdagrad, which read
 // a whole row. The block's threads own columns; thread 0 does the row-wide steps in
-// index order, as the CPU does. `table`: the rows clipping reads. `globalRows`: 2 x width
-// floats per block when the rows do not fit in shared memory, else null.
+// index order, as the CPU does. A unit's entries are blocked (lookup_gradient.h):
+// unitRow holds the current block's sums, blockRow the finished blocks'. `table`: the
+// rows clipping reads. `globalRows`: 3 x width floats per block when the rows do not fit
+// in shared memory, else null.
 template <typename Source>
 __global__ void segmentRows(Source source, SegmentView s, int64_t width, Sink sink, const float* table,
                             float* globalRows) {
   float* shared = dynamicSharedMemory<float>();
-  float* unitRow = globalRows ? globalRows + int64_t(blockIdx.x) * 2 * width : shared;
+  float* unitRow = globalRows ? globalRows + int64_t(blockIdx.x) * 3 * width : shared;
   float* sumRow = unitRow + width;
+  float* blockRow = sumRow + width;
   const int64_t segments = s.count[0];
   const bool spans = s.count[1] != 0;
   const OptimizerHyper& h = sink.hyper;
@@ -412,14 +506,25 @@ __global__ void segmentRows(Source source, SegmentView s, int64_t width, Sink si
     // so clipping later units reads the row as it was before the update, as on the CPU.
     for (int64_t c = tid; c < width; c += blockDim.x) {
       unitRow[c] = 0.0f;
+      blockRow[c] = 0.0f;
       sumRow[c] = perUnit ? var[c] : 0.0f;
     }
     int32_t current = source.unitOf(s.entries[begin]);
+    int32_t inBlock = 0;  // the unit's entries in unitRow
+    bool folded = false;  // some block of the unit is in blockRow
     for (int32_t j = begin;; ++j) {
       const bool done = j == end;
       const int32_t e = done ? 0 : s.entries[j];
       const int32_t l = done ? current : source.unitOf(e);
       if (done || l != current) {
+        if (folded) {
+          for (int64_t c = tid; c < width; c += blockDim.x) {
+            unitRow[c] = addRn(blockRow[c], unitRow[c]);
+            blockRow[c] = 0.0f;
+          }
+        }
+        inBlock = 0;
+        folded = false;
         const float maxNorm = source.maxNorm(current);
         if (maxNorm > 0.0f) {
           __syncthreads();
@@ -434,10 +539,20 @@ __global__ void segmentRows(Source source, SegmentView s, int64_t width, Sink si
         if (done) break;
         current = l;
       }
+      const bool fold = Source::kSumsUnits && inBlock == kSumBlock;
       for (int64_t c = tid; c < width; c += blockDim.x) {
+        if (fold) {
+          blockRow[c] = addRn(blockRow[c], unitRow[c]);
+          unitRow[c] = 0.0f;
+        }
         const float x = source.value(e, c);
         unitRow[c] = Source::kSumsUnits ? addRn(unitRow[c], x) : x;
       }
+      if (fold) {
+        inBlock = 0;
+        folded = true;
+      }
+      ++inBlock;
     }
     if (!sink.update) {
       for (int64_t c = tid; c < width; c += blockDim.x) sink.out[k * width + c] = sumRow[c];
@@ -469,26 +584,57 @@ void launchSegments(int device, cudaStream_t stream, const Source& source, const
     launchKernel(segmentColumns<Source>, gridFor(n * width, kThreads, kMaxBlocks), kThreads, 0, stream, source, view, width, sink, mostLong > 0);
     check(cudaGetLastError(), "segment sum kernel");
     if (mostLong == 0) return;
-    Scratch list(device, size_t(mostLong) * sizeof(int32_t)), listCount(device, sizeof(int32_t));
-    check(cudaMemsetAsync(listCount.as<int32_t>(), 0, sizeof(int32_t), stream), "cudaMemsetAsync");
-    launchKernel(listLongSegments, gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream, view, sink.order, list.as<int32_t>(), listCount.as<int32_t>());
+    Scratch list(device, size_t(mostLong) * sizeof(int32_t)), counts(device, 2 * sizeof(int32_t));
+    check(cudaMemsetAsync(counts.as<int32_t>(), 0, 2 * sizeof(int32_t), stream), "cudaMemsetAsync");
+    int32_t* listCount = counts.as<int32_t>();
+    int32_t* piecedCount = listCount + 1;
+    const bool inPieces = Source::kSumsUnits && width <= kMostPieceWidth;
+    Scratch pieced, pieces, pieceEnds, scanTemp, partial;
+    if (inPieces) {
+      pieced = Scratch(device, size_t(mostLong) * sizeof(int32_t));
+      pieces = Scratch(device, size_t(mostLong) * sizeof(int32_t));
+      pieceEnds = Scratch(device, size_t(mostLong) * sizeof(int32_t));
+      // Slots past the count stay 0, so the scan over every slot ends where the last one does.
+      check(cudaMemsetAsync(pieces.as<int32_t>(), 0, size_t(mostLong) * sizeof(int32_t), stream), "cudaMemsetAsync");
+    }
+    launchKernel(listLongSegments<Source>, gridFor(n, kThreads, kMaxBlocks), kThreads, 0, stream, source, view, sink.order, list.as<int32_t>(), listCount,
+                 pieced.as<int32_t>(), pieces.as<int32_t>(), piecedCount);
+    if (inPieces) {
+      size_t bytes = 0;
+      check(cub::DeviceScan::InclusiveSum(nullptr, bytes, pieces.as<int32_t>(), pieceEnds.as<int32_t>(), int(mostLong), stream),
+            "cub::DeviceScan::InclusiveSum");
+      scanTemp = Scratch(device, bytes);
+      check(cub::DeviceScan::InclusiveSum(scanTemp.as<void>(), bytes, pieces.as<int32_t>(), pieceEnds.as<int32_t>(),
+                                          int(mostLong), stream),
+            "cub::DeviceScan::InclusiveSum");
+      // Every long segment has more than kLongSegment entries: at most one piece each
+      // beyond the entries' kSumBlock-sized share.
+      const int64_t mostPieces = entries / kSumBlock + mostLong;
+      partial = Scratch(device, size_t(mostPieces) * size_t(width) * sizeof(float));
+      const int threads = int(std::min<int64_t>(kThreads, (width + 31) / 32 * 32));
+      launchKernel(sumPieces<Source>, gridFor(mostPieces, 1, kMaxRowBlocks), threads, size_t(kSumBlock) * sizeof(typename Source::Entry), stream, source, view,
+                   width, sink, pieced.as<int32_t>(), pieceEnds.as<int32_t>(), piecedCount, partial.as<float>());
+      launchKernel(finishPieces<Source>, gridFor(mostLong * width, kThreads, kMaxBlocks), kThreads, 0, stream, source, view, width, sink,
+                   pieced.as<int32_t>(), pieceEnds.as<int32_t>(), piecedCount, partial.as<float>());
+      check(cudaGetLastError(), "long segment piece kernels");
+    }
     const int32_t tileWidth = int32_t(std::min<int64_t>(width, kThreads));
     const size_t perEntry = size_t(tileWidth) * sizeof(float) + sizeof(typename Source::Entry);
     const int32_t chunk = int32_t(std::max<size_t>(1, std::min<size_t>(kThreads, kLongStageBytes / perEntry)));
     launchKernel(segmentColumnsLong<Source>, gridFor(mostLong, 1, kMaxRowBlocks), kThreads, size_t(chunk) * perEntry, stream, source, view, width, sink,
-                 list.as<int32_t>(), listCount.as<int32_t>(), tileWidth, chunk);
+                 list.as<int32_t>(), listCount, tileWidth, chunk);
     check(cudaGetLastError(), "long segment sum kernel");
     return;
   }
   const int threads = int(std::min<int64_t>(kThreads, (width + 31) / 32 * 32));
   if (width <= kMaxSharedWidth) {
     const unsigned blocks = gridFor(n, 1, kMaxRowBlocks);
-    launchKernel(segmentRows<Source>, blocks, threads, size_t(2 * width) * sizeof(float), stream, source, view, width, sink, table, nullptr);
+    launchKernel(segmentRows<Source>, blocks, threads, size_t(3 * width) * sizeof(float), stream, source, view, width, sink, table, nullptr);
     check(cudaGetLastError(), "segment row kernel");
     return;
   }
-  // Very wide rows: each block's two rows in global memory, about 256 MiB at most.
-  const int64_t perBlock = 2 * width;
+  // Very wide rows: each block's three rows in global memory, about 256 MiB at most.
+  const int64_t perBlock = 3 * width;
   const unsigned blocks = gridFor(n, 1, std::max<int64_t>(1, (int64_t(64) << 20) / perBlock));
   Scratch rows(device, size_t(blocks) * size_t(perBlock) * sizeof(float));
   launchKernel(segmentRows<Source>, blocks, threads, 0, stream, source, view, width, sink, table, rows.as<float>());

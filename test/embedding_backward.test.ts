@@ -1,14 +1,17 @@
 import * as hb from '../lib';
 import { native } from '../lib/native';
 import { cudaEmulated, describeCuda, loadedAddonPath } from './support/devices';
-import { CombinerName, lookupReference, randomRagged, randomSource } from './support/reference';
+import { BlockedRowSum, CombinerName, lookupReference, randomRagged, randomSource } from './support/reference';
 
 const f = Math.fround;
 
-/** The lookup's gradient in plain JS: rows in first-appearance order, sums in entry order. */
-function gradientReference(ids: BigInt64Array, splits: Int32Array, weights: Float32Array | undefined, combiner: CombinerName, grad: Float32Array, dim: number) {
+/**
+ * The lookup's gradient in plain JS: rows in first-appearance order, sums in entry order,
+ * blocked by 256 entries (`plain`: not blocked).
+ */
+function gradientReference(ids: BigInt64Array, splits: Int32Array, weights: Float32Array | undefined, combiner: CombinerName, grad: Float32Array, dim: number, plain = false) {
   const order: number[] = [];
-  const rows = new Map<number, Float32Array>();
+  const rows = new Map<number, BlockedRowSum>();
   for (let b = 0; b + 1 < splits.length; b++) {
     let weightSum = 0;
     let squares = 0;
@@ -26,17 +29,14 @@ function gradientReference(ids: BigInt64Array, splits: Int32Array, weights: Floa
     const count = kept.length;
     const scale = combiner === 'mean' ? f(1 / count) : combiner === 'sqrtn' ? f(1 / Math.sqrt(count)) : 1;
     for (const [id, w] of kept) {
-      if (!rows.has(id)) (rows.set(id, new Float32Array(dim)), order.push(id));
-      const row = rows.get(id)!;
-      for (let k = 0; k < dim; k++) {
-        let c: number;
-        if (!weights) c = combiner !== 'sum' ? f(grad[b * dim + k] * scale) : grad[b * dim + k];
-        else c = f((combiner !== 'sum' ? f(grad[b * dim + k] / divisor) : grad[b * dim + k]) * w);
-        row[k] = f(row[k] + c);
-      }
+      if (!rows.has(id)) (rows.set(id, new BlockedRowSum(dim, plain)), order.push(id));
+      rows.get(id)!.add((k) => {
+        if (!weights) return combiner !== 'sum' ? f(grad[b * dim + k] * scale) : grad[b * dim + k];
+        return f((combiner !== 'sum' ? f(grad[b * dim + k] / divisor) : grad[b * dim + k]) * w);
+      });
     }
   }
-  return { indices: order.map(BigInt), values: order.flatMap((id) => Array.from(rows.get(id)!)) };
+  return { indices: order.map(BigInt), values: order.flatMap((id) => Array.from(rows.get(id)!.value())) };
 }
 
 describe('hb.nn.embeddingLookupSparseGrad', () => {
@@ -58,6 +58,37 @@ describe('hb.nn.embeddingLookupSparseGrad', () => {
       });
     }
   }
+
+  test.each([
+    ['sum', false, 700],
+    ['mean', true, 512],
+    ['sqrtn', false, 300],
+  ] as Array<[CombinerName, boolean, number]>)('a row in more than 256 bags sums its entries in blocks of 256, as on a GPU (%s, weighted %s, %d bags)', async (combiner, weighted, batch) => {
+    // Row 3 in every bag, row 4 in every other: under a power law a batch's top row is
+    // in thousands of bags, and its blocks are summed in parallel on a GPU.
+    const random = randomSource(batch);
+    const dim = 6;
+    const ids: bigint[] = [];
+    const splits = [0];
+    for (let b = 0; b < batch; b++) {
+      ids.push(3n, BigInt(5 + Math.floor(random() * 40)));
+      if (b % 2 === 0) ids.push(4n);
+      splits.push(ids.length);
+    }
+    const values = BigInt64Array.from(ids);
+    const rowSplits = Int32Array.from(splits);
+    const weights = weighted ? Float32Array.from(ids, () => random() * 2) : undefined;
+    // Terms of mixed magnitudes, so the order of the adds shows in the last bits.
+    const grad = Float32Array.from({ length: batch * dim }, (_, i) => (random() - 0.5) * (i % 7 === 0 ? 1000 : 1));
+    const table = hb.variable(hb.initializers.zeros(), { shape: [50, dim], name: 'blocked_rows' });
+    const slices = await hb.nn.embeddingLookupSparseGrad(table, hb.ragged(values, rowSplits, weights), hb.tensor(grad, [batch, dim]), { combiner });
+    const blocked = gradientReference(values, rowSplits, weights, combiner, grad, dim);
+    const plain = gradientReference(values, rowSplits, weights, combiner, grad, dim, true);
+    expect(Array.from(slices.indices as BigInt64Array)).toEqual(blocked.indices);
+    expect(Array.from((await slices.values.data()) as Float32Array)).toEqual(blocked.values);
+    // Row 3 comes first: its blocked sum is not the plain one, so the test tells them apart.
+    expect(blocked.values.slice(0, dim)).not.toEqual(plain.values.slice(0, dim));
+  });
 
   test.each([[undefined], [0.8]])('agrees with finite differences of the forward lookup (maxNorm %s)', async (maxNorm) => {
     const random = randomSource(77);
@@ -520,6 +551,48 @@ describeCuda('sparse gradients on CUDA at the edges', () => {
       const grad = await hb.nn.embeddingLookupSparseGrad(table, raggedOf(l), gradTensor(l, dim, device), { combiner: l.combiner });
       const opt = new hb.train.AdagradOptimizer({ learningRate: 0.1 });
       await fusedUpdate(opt, table, [l], device);
+      return { indices: Array.from(grad.indices as BigInt64Array), values: (await grad.values.data()) as Float32Array, state: await stateOf(opt, table) };
+    }));
+    const [cpu, gpu] = results;
+    expect(gpu.indices).toEqual(cpu.indices);
+    expect(bitsOf(gpu.values).equals(bitsOf(cpu.values))).toBe(true);
+    cpu.state.forEach((x, i) => expect(bitsOf(gpu.state[i]).equals(bitsOf(x))).toBe(true));
+  });
+
+  // A row's entries from one lookup are summed in blocks of 256 (lookup_gradient.h). On a
+  // GPU a long row of one lookup is cut into pieces summed in parallel; a row of several
+  // lookups, or wider than 1024, is summed by one block of threads; clipping and
+  // RowwiseAdagrad sum whole rows. Each path against the CPU, bit for bit, with 'hot' rows
+  // 5 and 6 in every bag and in two of three.
+  const adagrad = () => new hb.train.AdagradOptimizer({ learningRate: 0.1 });
+  const gradientDescent = () => new hb.train.GradientDescentOptimizer({ learningRate: 0.1 });
+  const twoLookups: LookupOptions[] = [
+    { batch: 600, combiner: 'sum', kind: 'hot' },
+    { batch: 400, combiner: 'mean', weighted: true, kind: 'hot' },
+  ];
+  const blockedCases: Array<[string, number, LookupOptions[], () => hb.train.Optimizer]> = [
+    ['one lookup, 1100 bags (pieces), Adagrad', 64, [{ batch: 1100, combiner: 'mean', weighted: true, kind: 'hot' }], adagrad],
+    ['one lookup, 512 bags (two whole blocks), GradientDescent', 33, [{ batch: 512, combiner: 'sum', kind: 'hot' }], gradientDescent],
+    ['two lookups of the table (one block of threads), Adagrad', 16, twoLookups, adagrad],
+    ['two lookups of the table, GradientDescent (each lookup applied in turn)', 16, twoLookups, gradientDescent],
+    ['maxNorm (whole rows), Adagrad', 40, [{ batch: 700, combiner: 'sqrtn', maxNorm: 0.5, kind: 'hot' }], adagrad],
+    ['RowwiseAdagrad (whole rows)', 40, [{ batch: 700, combiner: 'sum', kind: 'hot' }], () => new hb.train.RowwiseAdagradOptimizer({ learningRate: 0.1 })],
+    ['rows of 1100 floats (one block of threads), Adagrad', 1100, [{ batch: 300, combiner: 'mean', kind: 'hot' }], adagrad],
+  ];
+  test.each(blockedCases)('rows in more than 256 bags: the backward and the fused update equal the CPU bit for bit: %s', async (_name, dim, options, make) => {
+    const rows = 40;
+    const random = randomSource(dim * 13 + options.length);
+    const initial = Float32Array.from({ length: rows * dim }, () => random() - 0.5);
+    const lookups = options.map((o) => makeLookup(random, rows, dim, o));
+    let hotEntries = 0;
+    for (const id of lookups[0].ids) if (Number(id) === 5) hotEntries++;
+    expect(hotEntries).toBeGreaterThan(256);
+    const results = await Promise.all(['cpu', 'cuda'].map(async (device) => {
+      const table = hb.variable(initial, { shape: [rows, dim], device, name: `blocked_${device}` });
+      const first = lookups[0];
+      const grad = await hb.nn.embeddingLookupSparseGrad(table, raggedOf(first), gradTensor(first, dim, device), { combiner: first.combiner, maxNorm: first.maxNorm });
+      const opt = make();
+      await fusedUpdate(opt, table, lookups, device);
       return { indices: Array.from(grad.indices as BigInt64Array), values: (await grad.values.data()) as Float32Array, state: await stateOf(opt, table) };
     }));
     const [cpu, gpu] = results;

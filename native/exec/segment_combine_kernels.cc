@@ -4,7 +4,8 @@
 // come pruned (prune_ids); an empty bag gives a zero row. The float operations and their
 // order are the fused lookup's (native/kernels/embedding_lookup_cpu_impl.h), so both give
 // the same bits. segment_combine_grad is its gradient with respect to the rows:
-// contributions summed per row in entry order, as the fused backward does.
+// contributions summed per row in entry order, blocked as the fused backward does
+// (lookup_gradient.h's BlockedRunningSum).
 //
 // Rows on a device (a dynamic table's rows gathered on the GPU) are combined there: the
 // combine is the lookup over the gathered rows with idx as its ids, so the device runs
@@ -194,6 +195,19 @@ void segmentCombineGradKernel(KernelArgs& args) {
       factors[size_t(b)] = gradientFactors(weighted, weightSum, squaredWeightSum, combiner);
     }
   });
+  // Rows of more than kSumBlock entries (possible only through idx) are summed in blocks:
+  // each has a block row, and every kSumBlock entries its block is added into the row.
+  std::vector<int32_t> terms(hasIdx ? size_t(rows) : 0, 0);
+  std::vector<int32_t> blockSlot(terms.size(), -1);
+  int64_t blockRows = 0;
+  if (hasIdx) {
+    for (int64_t j = 0; j < entries; ++j) ++terms[size_t(entry.at(j))];
+    for (int64_t r = 0; r < rows; ++r) {
+      if (terms[size_t(r)] > kSumBlock) blockSlot[size_t(r)] = int32_t(blockRows++);
+      terms[size_t(r)] = 0;  // from here: the entries added so far
+    }
+  }
+  std::vector<float> blocks(size_t(blockRows * dim), 0.0f);
   // Each thread owns a range of rows and walks every entry in order, adding only into its
   // own rows: a row's contributions add in entry order (the same bits on any number of
   // threads, and as the device's backward), with no two threads writing one row.
@@ -210,9 +224,26 @@ void segmentCombineGradKernel(KernelArgs& args) {
           const int64_t r = entry.at(j);
           if (r < rowBegin || r >= rowEnd) continue;
           float* row = o + r * dim;
+          const int32_t slot = blockRows ? blockSlot[size_t(r)] : -1;
+          if (slot >= 0) {
+            float* block = blocks.data() + int64_t(slot) * dim;
+            const int32_t before = terms[size_t(r)]++;
+            if (before > 0 && before % kSumBlock == 0) {
+              for (int64_t k = 0; k < dim; ++k) row[k] = addRn(row[k], block[k]);
+              std::fill(block, block + dim, 0.0f);
+            }
+            row = block;
+          }
           const float weight = weighted ? w[j] : 1.0f;
           for (int64_t k = 0; k < dim; ++k) row[k] = addRn(row[k], lookupGradContribution(gb[k], weighted, combiner, f, weight));
         }
+      }
+      for (int64_t r = rowBegin; r < rowEnd && blockRows; ++r) {
+        const int32_t slot = blockSlot[size_t(r)];
+        if (slot < 0) continue;
+        float* row = o + r * dim;
+        const float* block = blocks.data() + int64_t(slot) * dim;
+        for (int64_t k = 0; k < dim; ++k) row[k] = addRn(row[k], block[k]);
       }
     }
   });

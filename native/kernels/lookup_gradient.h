@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "native/kernels/dense_math.h"
 #include "native/kernels/embedding_combine.h"
 #include "native/kernels/hb_host_device.h"
 
@@ -57,5 +58,32 @@ HB_HOST_DEVICE float lookupGradContribution(float g, bool weighted, Combiner com
   if (combiner != Combiner::Sum) return mulRn(g, f.scale);
   return g;
 }
+
+// A row's gradient from one lookup is the sum of its kept entries' contributions, blocked
+// as dense_math.h's sums are: in entry order, kSumBlock entries a block, each block summed
+// from 0 and the block sums added in order. A row of up to kSumBlock entries is summed
+// plainly in order. Under a power law one row can take a tenth of a batch's ids; blocked,
+// a GPU sums a hot row's blocks on many multiprocessors at once and still gives the CPU's
+// bits. The CPU kernels block whole rows; this is the same sum taken one term at a time.
+struct BlockedRunningSum {
+  float total = 0.0f;  // the finished blocks' sums, added in order
+  float block = 0.0f;  // the current block's sum
+  int32_t inBlock = 0;
+  bool folded = false;
+
+  HB_HOST_DEVICE void add(float x) {
+    if (inBlock == kSumBlock) {
+      total = addRn(total, block);
+      block = 0.0f;
+      inBlock = 0;
+      folded = true;
+    }
+    block = addRn(block, x);
+    ++inBlock;
+  }
+
+  // A sum from 0 is never -0, so 0 + block is block: a single block needs no add.
+  HB_HOST_DEVICE float value() const { return folded ? addRn(total, block) : block; }
+};
 
 }  // namespace hb

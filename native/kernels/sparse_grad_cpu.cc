@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "native/core/thread_pool.h"
 #include "native/kernels/cpu_isa.h"
@@ -51,25 +52,41 @@ DistinctRows distinctRows(const Id* indices, int64_t n) {
 // entries point all over the source, and the rest come in first-appearance order.
 constexpr int64_t kEntriesAhead = 8;
 
-// out[u] = 0, then addEntry(out[u], e) for each entry e of row u in entry order; rows in
-// parallel, so the sums are deterministic and the writes sequential. sourceOf(e): the
-// width floats entry e adds from, fetched kEntriesAhead entries early (the prefetches are
-// in this loop, not in a helper, which GCC may delete: see prefetchForUpdate).
+// out[u]: the sum of addEntry over row u's entries in entry order; rows in parallel, so
+// the sums are deterministic and the writes sequential. Blocked (lookup_gradient.h's
+// BlockedRunningSum, for a lookup's rows): a row of more than kSumBlock entries sums each
+// block into `block` from 0 and adds the block sums in order; else every entry adds
+// into the row from 0. sourceOf(e): the width floats entry e adds from, fetched
+// kEntriesAhead entries early (the prefetches are in this loop, not in a helper, which
+// GCC may delete: see prefetchForUpdate).
 template <typename AddEntry, typename SourceOf>
-void sumPerRow(const RowGroups& groups, int64_t width, float* out, const AddEntry& addEntry, const SourceOf& sourceOf) {
+void sumPerRow(const RowGroups& groups, int64_t width, float* out, bool blocked, const AddEntry& addEntry,
+               const SourceOf& sourceOf) {
   const int64_t count = int64_t(groups.offsets.size()) - 1;
   const int64_t rowBytes = width * int64_t(sizeof(float));
   parallelFor(count, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width)), [&](int64_t u0, int64_t u1) {
     const int64_t last = groups.offsets[u1];
+    std::vector<float> block;
     for (int64_t u = u0; u < u1; ++u) {
       float* row = out + u * width;
       std::fill(row, row + width, 0.0f);
-      for (int64_t k = groups.offsets[u]; k < groups.offsets[u + 1]; ++k) {
-        if (k + kEntriesAhead < last) {
-          const char* ahead = reinterpret_cast<const char*>(sourceOf(groups.entries[size_t(k + kEntriesAhead)]));
-          for (int64_t offset = 0; offset < rowBytes; offset += 64) __builtin_prefetch(ahead + offset, 0, 3);
+      const int64_t begin = groups.offsets[u];
+      const int64_t end = groups.offsets[u + 1];
+      const bool inBlocks = blocked && end - begin > kSumBlock;
+      if (inBlocks) block.resize(size_t(width));
+      for (int64_t first = begin; first < end; first += kSumBlock) {
+        const int64_t stop = inBlocks ? std::min(end, first + kSumBlock) : end;
+        float* into = inBlocks ? block.data() : row;
+        if (inBlocks) std::fill(block.begin(), block.end(), 0.0f);
+        for (int64_t k = first; k < stop; ++k) {
+          if (k + kEntriesAhead < last) {
+            const char* ahead = reinterpret_cast<const char*>(sourceOf(groups.entries[size_t(k + kEntriesAhead)]));
+            for (int64_t offset = 0; offset < rowBytes; offset += 64) __builtin_prefetch(ahead + offset, 0, 3);
+          }
+          addEntry(into, groups.entries[size_t(k)]);
         }
-        addEntry(row, groups.entries[size_t(k)]);
+        if (!inBlocks) break;
+        for (int64_t c = 0; c < width; ++c) row[c] = addRn(row[c], block[size_t(c)]);
       }
     }
   });
@@ -101,7 +118,7 @@ RowGradients backwardTyped(const EmbeddingLookupArgs& a, const float* outGrad) {
   out.rows = std::move(distinct.rows);
   out.values = Buffer::allocate(Device::cpu(), out.rows.size() * size_t(dim) * sizeof(float));
   const auto bagGrad = [&](int32_t e) { return outGrad + int64_t(keptBag[size_t(e)]) * dim; };
-  sumPerRow(distinct.groups, dim, static_cast<float*>(out.values->data()), [&](float* row, int32_t e) {
+  sumPerRow(distinct.groups, dim, static_cast<float*>(out.values->data()), true, [&](float* row, int32_t e) {
     const float* g = bagGrad(e);
     const BagGradientFactors& f = factors[size_t(keptBag[e])];
     const float w = keptWeight[e];
@@ -128,7 +145,8 @@ SparseRows sumDuplicatesTyped(const Id* indices, int64_t n, const float* values,
   storage->values = Buffer::allocate(Device::cpu(), size_t(count * width) * sizeof(float));
   float* out = static_cast<float*>(storage->values->data());
   const auto valuesOf = [&](int32_t e) { return values + int64_t(e) * width; };
-  sumPerRow(distinct.groups, width, out, [&](float* row, int32_t e) {
+  // Each entry is a unit here, and units add in plain order (as the GPU combines them).
+  sumPerRow(distinct.groups, width, out, false, [&](float* row, int32_t e) {
     const float* g = valuesOf(e);
     for (int64_t c = 0; c < width; ++c) row[c] = addRn(row[c], g[c]);
   }, valuesOf);

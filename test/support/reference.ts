@@ -97,3 +97,37 @@ export function randomRagged(random: () => number, batch: number, rows: number, 
 export function typeName(value: unknown): string {
   return Object.prototype.toString.call(value).slice(8, -1);
 }
+
+/**
+ * A row's sum of many terms as hb-ts takes it (native/kernels/lookup_gradient.h): in term
+ * order, 256 terms a block, each block summed from 0 in float32 and the block sums added in
+ * order. `plain` sums every term in order instead, to show where the two differ.
+ */
+export class BlockedRowSum {
+  private readonly total: Float32Array;
+  private readonly block: Float32Array;
+  private terms = 0;
+
+  constructor(width: number, private readonly plain = false) {
+    this.total = new Float32Array(width);
+    this.block = new Float32Array(width);
+  }
+
+  add(term: (k: number) => number): void {
+    if (!this.plain && this.terms > 0 && this.terms % 256 === 0) this.fold();
+    for (let k = 0; k < this.block.length; k++) this.block[k] = Math.fround(this.block[k] + term(k));
+    this.terms++;
+  }
+
+  value(): Float32Array {
+    if (this.plain || this.terms <= 256) return Float32Array.from(this.block);
+    return this.total.map((t, k) => Math.fround(t + this.block[k]));
+  }
+
+  private fold(): void {
+    for (let k = 0; k < this.block.length; k++) {
+      this.total[k] = Math.fround(this.total[k] + this.block[k]);
+      this.block[k] = 0;
+    }
+  }
+}
