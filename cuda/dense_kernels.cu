@@ -3,6 +3,7 @@
 // keep the CPU's order (blocks of kSumBlock terms, each summed in order from 0, block
 // sums added in order), so reductions give the CPU's bits; transcendental functions
 // (exp, tanh, log) use CUDA's own and may differ from glibc's in the last place.
+#include <algorithm>
 #include <memory>
 
 #include "cuda/cuda_context.h"
@@ -172,6 +173,65 @@ __global__ void sigmoidXentGradKernel(const float* dy, const float* z, const flo
   if (i < n) dx[i] = hb::sigmoidCrossEntropyGrad(dy[i], z[i], x[i]);
 }
 
+// Examples whose F x (D + 1) floats fit in this much shared memory are computed from it,
+// one block per example; larger ones read global memory (the kernels after these).
+constexpr size_t kInteractionSharedBytes = 40 << 10;
+constexpr int kInteractionThreads = 128;
+
+// Pair p (the output column) is (i, j) with i * (i - 1) / 2 <= p < i * (i + 1) / 2.
+__device__ int32_t pairRow(int32_t p) {
+  int32_t i = int32_t((1.0f + sqrtf(1.0f + 8.0f * float(p))) / 2.0f);
+  while (i * (i - 1) / 2 > p) --i;
+  while ((i + 1) * i / 2 <= p) ++i;
+  return i;
+}
+
+// One block per example: its F rows staged in shared memory (stride D + 1, so the threads
+// of a warp, reading rows j, j + 1, ... at one k, hit different banks), then one thread
+// per pair, each dot in index order as the CPU's. 32-bit indices, as in the gradient's.
+__global__ void dotInteractionSharedKernel(const float* t, float* z, int64_t batch, int32_t features, int32_t width) {
+  float* rows = dynamicSharedMemory<float>();
+  const int32_t stride = width + 1;
+  const int32_t elements = features * width;
+  const int32_t pairs = int32_t(interactionPairCount(features));
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    const float* example = t + b * elements;
+    __syncthreads();  // the last example's rows are read
+    for (int32_t e = threadIdx.x; e < elements; e += blockDim.x) {
+      const int32_t row = e / width;
+      rows[row * stride + e - row * width] = example[e];
+    }
+    __syncthreads();
+    for (int32_t p = threadIdx.x; p < pairs; p += blockDim.x) {
+      const int32_t i = pairRow(p);
+      const int32_t j = p - i * (i - 1) / 2;
+      z[b * pairs + p] = dotInOrder(rows + i * stride, rows + j * stride, width);
+    }
+  }
+}
+
+// One block per example: its rows and pair gradients staged in shared memory, then one
+// thread per (i, k). An example fits in shared memory, so its indices fit in 32 bits
+// (64-bit divisions and products cost the GPU several instructions each).
+__global__ void dotInteractionGradSharedKernel(const float* dz, const float* t, float* dt, int64_t batch,
+                                               int32_t features, int32_t width) {
+  float* rows = dynamicSharedMemory<float>();
+  const int32_t elements = features * width;
+  const int32_t pairs = int32_t(interactionPairCount(features));
+  float* pairGrads = rows + elements;
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    const float* example = t + b * elements;
+    __syncthreads();  // the last example's rows are read
+    for (int32_t e = threadIdx.x; e < elements; e += blockDim.x) rows[e] = example[e];
+    for (int32_t p = threadIdx.x; p < pairs; p += blockDim.x) pairGrads[p] = dz[b * pairs + p];
+    __syncthreads();
+    for (int32_t e = threadIdx.x; e < elements; e += blockDim.x) {
+      const int32_t i = e / width;
+      dt[b * elements + e] = dotInteractionGradElement<int32_t>(pairGrads, rows, features, width, i, e - i * width);
+    }
+  }
+}
+
 // One thread per (example, i, j); pairs with j >= i have no output.
 __global__ void dotInteractionKernel(const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
   const int64_t e = elementIndex();
@@ -193,10 +253,11 @@ __global__ void dotInteractionGradKernel(const float* dz, const float* t, float*
   const int64_t i = (e / width) % features;
   const int64_t b = e / (features * width);
   const int64_t rowOffset = b * features * width;
-  // hb::, not this namespace's launcher of the same name.
-  hb::dotInteractionGrad(dz + b * interactionPairCount(features), t + rowOffset, features, width, i, k, k + 1,
-                     dt + rowOffset + i * width);
+  dt[rowOffset + i * width + k] =
+      dotInteractionGradElement<int64_t>(dz + b * interactionPairCount(features), t + rowOffset, features, width, i, k);
 }
+
+unsigned interactionBlocks(int64_t batch) { return unsigned(std::min<int64_t>(batch, int64_t(1) << 20)); }
 
 cudaStream_t computeStream(int device) { return useDevice(device).compute; }
 
@@ -302,7 +363,12 @@ void sigmoidCrossEntropyGrad(int device, const float* dy, const float* labels, c
 void dotInteraction(int device, const float* t, float* z, int64_t batch, int64_t features, int64_t width) {
   const int64_t n = batch * features * features;
   if (n == 0 || features < 2) return;
-  launchKernel(dotInteractionKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), t, z, batch, features, width);
+  const size_t shared = size_t(features * (width + 1)) * sizeof(float);
+  if (shared <= kInteractionSharedBytes) {
+    launchKernel(dotInteractionSharedKernel, interactionBlocks(batch), kInteractionThreads, shared, computeStream(device), t, z, batch, int32_t(features), int32_t(width));
+  } else {
+    launchKernel(dotInteractionKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), t, z, batch, features, width);
+  }
   launched("dot_interaction");
 }
 
@@ -310,7 +376,12 @@ void dotInteractionGrad(int device, const float* dz, const float* t, float* dt, 
                         int64_t width) {
   const int64_t n = batch * features * width;
   if (n == 0) return;
-  launchKernel(dotInteractionGradKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), dz, t, dt, batch, features, width);
+  const size_t shared = size_t(features * width + interactionPairCount(features)) * sizeof(float);
+  if (shared <= kInteractionSharedBytes) {
+    launchKernel(dotInteractionGradSharedKernel, interactionBlocks(batch), kInteractionThreads, shared, computeStream(device), dz, t, dt, batch, int32_t(features), int32_t(width));
+  } else {
+    launchKernel(dotInteractionGradKernel, elementBlocks(n), kElementThreads, 0, computeStream(device), dz, t, dt, batch, features, width);
+  }
   launched("dot_interaction_grad");
 }
 

@@ -175,18 +175,20 @@ HB_HOST_DEVICE float dotInOrder(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-// dT[i, k0..k1) of one example (t: F rows of width D; dz: its P pair gradients): the
-// pairs holding i contribute dz * t[j, k], j ascending. The CPU passes whole rows (the
-// k loop vectorises); a GPU thread can take one k.
-HB_HOST_DEVICE void dotInteractionGrad(const float* dz, const float* t, int64_t features, int64_t width, int64_t i,
-                                       int64_t k0, int64_t k1, float* dti) {
-  for (int64_t k = k0; k < k1; ++k) dti[k] = 0.0f;
-  for (int64_t j = 0; j < features; ++j) {
+// dT[i, k] of one example (t: F rows of width D; dz: its P pair gradients): the pairs
+// holding i contribute dz * t[j, k], j ascending, summed from 0 (the CPU's
+// dot_interaction_cpu_impl.h adds in the same order, a row at a time). A GPU thread
+// computes one element; Index is int32_t where an example's F x D fits in it.
+template <typename Index>
+HB_HOST_DEVICE float dotInteractionGradElement(const float* dz, const float* t, Index features, Index width, Index i,
+                                               Index k) {
+  float sum = 0.0f;
+  for (Index j = 0; j < features; ++j) {
     if (j == i) continue;
-    const float g = dz[j < i ? interactionPairIndex(i, j) : interactionPairIndex(j, i)];
-    const float* tj = t + j * width;
-    for (int64_t k = k0; k < k1; ++k) dti[k] = addRn(dti[k], mulRn(g, tj[k]));
+    const float g = dz[j < i ? i * (i - 1) / 2 + j : j * (j - 1) / 2 + i];
+    sum = addRn(sum, mulRn(g, t[j * width + k]));
   }
+  return sum;
 }
 
 // Sums of many terms (reductions, losses, metrics) are blocked: the terms, in index

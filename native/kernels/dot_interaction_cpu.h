@@ -1,5 +1,5 @@
 // DLRM's dot interaction (no self pairs) and its gradient on the CPU. Same results, bit
-// for bit, as dotInOrder / dotInteractionGrad in dense_math.h (what the CUDA kernels
+// for bit, as dotInOrder / dotInteractionGradElement in dense_math.h (what the CUDA kernels
 // run): every dot product is summed in index order, one rounding per multiply and per
 // add. The forward pass gets its speed from computing a block of examples at once (one
 // vector lane per example) instead of reordering any sum.

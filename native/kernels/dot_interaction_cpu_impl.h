@@ -126,7 +126,7 @@ void interaction(InteractionRows t, InteractionPairs z, int64_t batch, int64_t f
   });
 }
 
-// dT[i, :] of one example, as dotInteractionGrad computes it (tj: the example's F
+// dT[i, :] of one example, as dotInteractionGradElement computes it (tj: the example's F
 // vectors), with the row's running sums in registers when its width is known here
 // (kWidth > 0).
 template <int64_t kWidth>
