@@ -49,6 +49,27 @@ describe('MonitoredTrainingSession', () => {
     expect(mean(losses.slice(-10))).toBeLessThan(mean(losses.slice(0, 10)) - 0.05);
   });
 
+  test('a second session on the same graph reads the input again from its start, as a TF session starts its iterator afresh', async () => {
+    const { loss, trainOp } = await model(dataset(4096, TRAIN)());
+    let batches = 0;
+    for await (const _ of dataset(4096, TRAIN)()) batches++;
+    const firstLosses: number[] = [];
+    for (const pass of [1, 2]) {
+      const sess = new hb.train.MonitoredTrainingSession(quiet);
+      while (!sess.shouldStop()) {
+        const out = (await sess.run({ trainOp, loss })) as { loss: number } | undefined;
+        if (out && pass === 1) firstLosses.push(out.loss);
+        if (out && pass === 2 && firstLosses.length === batches) {
+          // The same first batch, on weights the first pass trained: a lower loss.
+          expect(out.loss).toBeLessThan(firstLosses[0]);
+          firstLosses.push(out.loss);
+        }
+      }
+      await sess.close();
+      expect(sess.globalStep).toBe(batches);
+    }
+  });
+
   test('run resolves to the fetches in their shape; a train op gives undefined, a scalar a number', async () => {
     const { loss, trainOp, probabilities } = await model(dataset(4096, TRAIN)());
     const sess = new hb.train.MonitoredTrainingSession(quiet);

@@ -40,10 +40,16 @@ export interface SymbolicInputs {
 
 type BatchSource = AsyncIterable<Batch> | Iterable<Batch>;
 
-// What inputs() made each graph from: the rest of its input, once the first batch is read.
-interface GraphInput {
+// One session's pass over a graph's input.
+interface InputPass {
   first?: Batch;
-  rest?: AsyncIterator<Batch>;
+  rest: AsyncIterator<Batch>;
+}
+// What inputs() made each graph from: its source (none when it was one batch), and the
+// pass it opened to read the first batch, until a session takes it.
+interface GraphInput {
+  source?: BatchSource;
+  opened?: InputPass;
 }
 const inputsOf = new WeakMap<Graph, GraphInput>();
 
@@ -68,8 +74,8 @@ export async function inputs(source: BatchSource | Batch): Promise<SymbolicInput
     const first = await batches.next();
     if (first.done) throw new Error('train.inputs: the input gave no batch');
     example = first.value;
-    input.first = first.value;
-    input.rest = batches;
+    input.source = source;
+    input.opened = { first: first.value, rest: batches };
   }
   inputsOf.set(graph, input);
   return { features: symbolicFeatures(graph, example), labels: symbolicLabels(graph, example) };
@@ -172,6 +178,8 @@ export class MonitoredSession {
   /** A run failed: close() then saves nothing, as TF's session does not (and under a job the ranks may no longer be in step). */
   private failed = false;
   private readonly requests: StepRequests = {};
+  /** This session's pass over the graph's input (each session starts its own, as in TF). */
+  private input?: InputPass;
 
   constructor(options: MonitoredTrainingSessionOptions = {}) {
     checkOptionKeys(options, OPTION_KEYS, 'MonitoredTrainingSession');
@@ -278,8 +286,7 @@ export class MonitoredSession {
     }
     if (this.started && !this.failed && this.checkpoints && this.step !== this.lastSavedStep) await this.save();
     for (const hook of this.hooks) await hook.end?.(this);
-    const input = this.graph && inputsOf.get(this.graph);
-    await input?.rest?.return?.(undefined);
+    await this.input?.rest.return?.(undefined);
   }
 
   private compile(graph: Graph, list: FetchList): CompiledFetches {
@@ -347,14 +354,22 @@ export class MonitoredSession {
   }
 
   private async nextBatch(graph: Graph): Promise<Batch | undefined> {
-    const input = inputsOf.get(graph);
-    if (!input?.rest) throw new Error('MonitoredTrainingSession.run: these inputs were made from one batch (hb.train.inputs(batch)): give each run its batch (run(fetches, { batch }))');
-    if (input.first) {
-      const first = input.first;
-      input.first = undefined;
+    const graphInput = inputsOf.get(graph);
+    const source = graphInput?.source;
+    if (!source) throw new Error('MonitoredTrainingSession.run: these inputs were made from one batch (hb.train.inputs(batch)): give each run its batch (run(fetches, { batch }))');
+    if (!this.input) {
+      // The first session takes the pass inputs() opened; a later one (on the same graph,
+      // after the first closed) reads the source again from its start, as a TF session
+      // starts its iterator afresh. A one-shot iterator has nothing left to give it.
+      this.input = graphInput.opened ?? { rest: batchesOf(() => source, 'train.inputs') };
+      graphInput.opened = undefined;
+    }
+    if (this.input.first) {
+      const first = this.input.first;
+      this.input.first = undefined;
       return first;
     }
-    const next = await input.rest.next();
+    const next = await this.input.rest.next();
     return next.done ? undefined : next.value;
   }
 
