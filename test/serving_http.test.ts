@@ -515,6 +515,7 @@ describe('versions', () => {
     expect(loadsOf(3)).toBe(3);
     expect(server.version).toBe(2);
     await expect(serve(exportDir, { loadRetryMs: -1 })).rejects.toThrow('startServer: loadRetryMs must be a whole number >= 0, got -1');
+    await expect(serve(exportDir, { maxLoadRetries: 1.5 })).rejects.toThrow('startServer: maxLoadRetries must be a whole number >= 0, got 1.5');
   });
 
   test('removing the version serving rolls back to the newest one left on disk', async () => {
