@@ -334,8 +334,9 @@ __global__ void segmentColumns(Source source, SegmentView s, int64_t width, Sink
 
 // Long segments of one unit whose rows are at most this wide are summed in pieces (below);
 // wider ones, and segments of several units, by segmentColumnsLong. A piece's sums take
-// width floats of scratch, and a step has at most entries / kSumBlock + long segments.
-constexpr int64_t kMostPieceWidth = 1024;
+// width floats of scratch, and a call has up to entries / 65 pieces: at this width, under
+// 32 bytes an entry, about what the segments themselves take.
+constexpr int64_t kMostPieceWidth = 512;
 
 // The output positions of the segments with more than kLongSegment entries, in any order
 // (each is one row, summed on its own): into `pieced` (with each one's piece count, in
@@ -588,7 +589,7 @@ void launchSegments(int device, cudaStream_t stream, const Source& source, const
     check(cudaMemsetAsync(counts.as<int32_t>(), 0, 2 * sizeof(int32_t), stream), "cudaMemsetAsync");
     int32_t* listCount = counts.as<int32_t>();
     int32_t* piecedCount = listCount + 1;
-    const bool inPieces = Source::kSumsUnits && width <= kMostPieceWidth;
+    const bool inPieces = Source::kSumsUnits && width > 0 && width <= kMostPieceWidth;
     Scratch pieced, pieces, pieceEnds, scanTemp, partial;
     if (inPieces) {
       pieced = Scratch(device, size_t(mostLong) * sizeof(int32_t));
@@ -607,9 +608,9 @@ void launchSegments(int device, cudaStream_t stream, const Source& source, const
       check(cub::DeviceScan::InclusiveSum(scanTemp.as<void>(), bytes, pieces.as<int32_t>(), pieceEnds.as<int32_t>(),
                                           int(mostLong), stream),
             "cub::DeviceScan::InclusiveSum");
-      // Every long segment has more than kLongSegment entries: at most one piece each
-      // beyond the entries' kSumBlock-sized share.
-      const int64_t mostPieces = entries / kSumBlock + mostLong;
+      // Every long segment has more than kLongSegment entries and at most one piece beyond
+      // its entries' kSumBlock-sized share, so no more pieces than entries / (kLongSegment + 1).
+      const int64_t mostPieces = std::min(entries / kSumBlock + mostLong, entries / (kLongSegment + 1));
       partial = Scratch(device, size_t(mostPieces) * size_t(width) * sizeof(float));
       const int threads = int(std::min<int64_t>(kThreads, (width + 31) / 32 * 32));
       launchKernel(sumPieces<Source>, gridFor(mostPieces, 1, kMaxRowBlocks), threads, size_t(kSumBlock) * sizeof(typename Source::Entry), stream, source, view,

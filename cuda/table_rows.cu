@@ -44,6 +44,7 @@ __global__ void gatherRowsKernel(const float* table, int64_t width, const int64_
 // body(first row, rows) over [0, n) in chunks of at most kChunkValues values.
 template <typename Body>
 void forEachChunk(int64_t n, int64_t width, Body body) {
+  if (width <= 0) return;  // rows of no values: nothing to move (and no empty grid to launch)
   const int64_t chunk = std::max<int64_t>(1, kChunkValues / std::max<int64_t>(width, 1));
   for (int64_t at = 0; at < n; at += chunk) body(at, std::min(n - at, chunk));
 }
@@ -70,6 +71,7 @@ void initRows(int device, const std::vector<RowFill>& blocks, const int64_t* row
     stage(device, deviceRows, rows + at, m);
     if (ids) stage(device, deviceIds, ids + at, m);
     for (const RowFill& b : blocks) {
+      if (b.width == 0) continue;
       launchKernel(initRowsKernel, elementBlocks(m * b.width), kElementThreads, 0, context.compute, b.table, b.width,
                    deviceRows.as<const int64_t>(), b.byId ? deviceIds.as<const int64_t>() : nullptr, m, b.spec);
     }

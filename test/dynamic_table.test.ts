@@ -420,6 +420,29 @@ describeCuda('a dynamic table under a model on CUDA', () => {
     }
   });
 
+  test('segment_combine_grad of a row in 600 entries (summed in pieces of 256) and of rows 0 floats wide: the host kernels\' bits on the device', async () => {
+    const { native } = require('../lib/native') as typeof import('../lib/native');
+    const batch = 300;
+    const splits = Int32Array.from({ length: batch + 1 }, (_, b) => 2 * b);
+    // Row 0 in every bag and in every seventh one again: 343 entries; the others 42-43.
+    const idx = Int32Array.from({ length: 2 * batch }, (_, j) => (j % 2 === 0 ? 0 : (j >> 1) % 7));
+    const weights = Float32Array.from({ length: 2 * batch }, (_, j) => 0.25 + ((j * 37) % 11) / 4);
+    const ids = BigInt64Array.from({ length: 7 }, (_, i) => BigInt(i * 10));
+    for (const dim of [64, 0]) {
+      const dy = Float32Array.from({ length: batch * dim }, (_, i) => Math.sin(i * 0.37) * (i % 5 === 0 ? 100 : 1));
+      const results = [];
+      for (const device of ['cuda', 'cpu']) {
+        const t = (a: Int32Array | Float32Array | BigInt64Array, shape: number[], where = 'cpu') => native.tensorFromTypedArray(a, shape, where);
+        const inputs = [t(dy, [batch, dim], device), t(splits, [batch + 1]), t(idx, [2 * batch]), t(weights, [2 * batch]), t(ids, [7])];
+        const [grad] = await native.kernelRun('segment_combine_grad', inputs, [{ dtype: 'float32' }], { combiner: 'mean' }, 'seg_grad');
+        results.push({ device: grad!.device, grad: (await native.tensorData(grad!)) as Float32Array });
+      }
+      expect(results[0].device).toBe('cuda:0');
+      expect(results[0].grad.length).toBe(7 * dim);
+      expect(Buffer.from(results[0].grad.buffer, results[0].grad.byteOffset, results[0].grad.byteLength).equals(Buffer.from(results[1].grad.buffer, results[1].grad.byteOffset, results[1].grad.byteLength))).toBe(true);
+    }
+  });
+
   test('ids not admitted yet read zeros and get no update on the device', async () => {
     const gpu = await trainOn('cuda', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 }), { embAdmitMinCount: 2 });
     const cpu = await trainOn('cpu', () => new hb.train.AdagradOptimizer({ learningRate: 0.3 }), { embAdmitMinCount: 2 });

@@ -561,7 +561,7 @@ describeCuda('sparse gradients on CUDA at the edges', () => {
 
   // A row's entries from one lookup are summed in blocks of 256 (lookup_gradient.h). On a
   // GPU a long row of one lookup is cut into pieces summed in parallel; a row of several
-  // lookups, or wider than 1024, is summed by one block of threads; clipping and
+  // lookups, or wider than 512, is summed by one block of threads; clipping and
   // RowwiseAdagrad sum whole rows. Each path against the CPU, bit for bit, with 'hot' rows
   // 5 and 6 in every bag and in two of three.
   const adagrad = () => new hb.train.AdagradOptimizer({ learningRate: 0.1 });
