@@ -67,61 +67,85 @@ __global__ void lookupKernel(EmbeddingLookupArgs a) {
                             ? combinerDivisor(a.combiner, weightSum, squaredWeightSum)
                             : 1.0f;
   float* out = a.out + bag * a.dim;
-  for (int64_t column = int64_t(lane) * kWidth; column < a.dim; column += int64_t(kWarp) * kWidth) {
-    float acc[kWidth];
-#pragma unroll
-    for (int c = 0; c < kWidth; ++c) acc[c] = 0.0f;
-    // The rows of kRowPrefetch ids are loaded before any is added (in id order, as the
-    // CPU): a bag's rows are independent loads, not a chain.
-    for (int64_t first = begin; first < end; first += kRowPrefetch) {
-      float x[kRowPrefetch][kWidth];
-      bool kept[kRowPrefetch];
-      float w[kRowPrefetch];
-      const float* rows[kRowPrefetch];
-#pragma unroll
-      for (int q = 0; q < kRowPrefetch; ++q) {
-        const int64_t j = first + q;
-        kept[q] = false;
-        w[q] = 0.0f;
-        rows[q] = a.table;
-#pragma unroll
-        for (int c = 0; c < kWidth; ++c) x[q][c] = 0.0f;
-        if (j >= end) continue;
+  // Clipped, each id's divisor (its whole row's norm) is taken once: the bag's ids go in
+  // windows of a warp's width, each lane taking one id's norm into shared memory, and the
+  // columns' sums so far wait in `out` between windows. Taken per column group instead, a
+  // row of dim floats would have its norm taken dim / (32 * kWidth) times.
+  float* divisors = kClipped ? dynamicSharedMemory<float>() + (threadIdx.x / kWarp) * kWarp : nullptr;
+  for (int64_t window = begin;;) {
+    const int64_t windowEnd = kClipped ? (end - window < kWarp ? end : window + kWarp) : end;
+    if (kClipped) {
+      const int64_t j = window + lane;
+      float d = 1.0f;
+      if (j < windowEnd) {
         const Id id = ids[j];
-        w[q] = kWeighted ? a.weights[j] : 1.0f;
-        kept[q] = keepLookupEntry(id, w[q], kWeighted, a.combiner);
-        if (!kept[q]) continue;
-        rows[q] = a.table + int64_t(id) * a.dim;
-        loadColumns<kWidth>(rows[q] + column, x[q]);
+        const float w = kWeighted ? a.weights[j] : 1.0f;
+        if (keepLookupEntry(id, w, kWeighted, a.combiner)) d = clipByNormDivisor(a.table + int64_t(id) * a.dim, a.dim, a.maxNorm);
       }
+      __syncwarp();  // the last window's divisors are read
+      divisors[lane] = d;
+      __syncwarp();
+    }
+    for (int64_t column = int64_t(lane) * kWidth; column < a.dim; column += int64_t(kWarp) * kWidth) {
+      float acc[kWidth];
 #pragma unroll
-      for (int q = 0; q < kRowPrefetch; ++q) {
-        if (!kept[q]) continue;
-        const float clipDivisor = kClipped ? clipByNormDivisor(rows[q], a.dim, a.maxNorm) : 1.0f;
+      for (int c = 0; c < kWidth; ++c) acc[c] = window == begin ? 0.0f : out[column + c];
+      // The rows of kRowPrefetch ids are loaded before any is added (in id order, as the
+      // CPU): a bag's rows are independent loads, not a chain.
+      for (int64_t first = window; first < windowEnd; first += kRowPrefetch) {
+        float x[kRowPrefetch][kWidth];
+        bool kept[kRowPrefetch];
+        float w[kRowPrefetch];
+        const float* rows[kRowPrefetch];
 #pragma unroll
-        for (int c = 0; c < kWidth; ++c) {
-          float value = kClipped ? clipByNorm(x[q][c], a.maxNorm, clipDivisor) : x[q][c];
-          if (kWeighted || kClipped) value = mulRn(value, w[q]);
-          acc[c] = addRn(acc[c], value);
+        for (int q = 0; q < kRowPrefetch; ++q) {
+          const int64_t j = first + q;
+          kept[q] = false;
+          w[q] = 0.0f;
+          rows[q] = a.table;
+#pragma unroll
+          for (int c = 0; c < kWidth; ++c) x[q][c] = 0.0f;
+          if (j >= windowEnd) continue;
+          const Id id = ids[j];
+          w[q] = kWeighted ? a.weights[j] : 1.0f;
+          kept[q] = keepLookupEntry(id, w[q], kWeighted, a.combiner);
+          if (!kept[q]) continue;
+          rows[q] = a.table + int64_t(id) * a.dim;
+          loadColumns<kWidth>(rows[q] + column, x[q]);
+        }
+#pragma unroll
+        for (int q = 0; q < kRowPrefetch; ++q) {
+          if (!kept[q]) continue;
+          const float clipDivisor = kClipped ? divisors[first + q - window] : 1.0f;
+#pragma unroll
+          for (int c = 0; c < kWidth; ++c) {
+            float value = kClipped ? clipByNorm(x[q][c], a.maxNorm, clipDivisor) : x[q][c];
+            if (kWeighted || kClipped) value = mulRn(value, w[q]);
+            acc[c] = addRn(acc[c], value);
+          }
         }
       }
-    }
+      const bool last = windowEnd == end;
 #pragma unroll
-    for (int c = 0; c < kWidth; ++c) {
-      out[column + c] = (any && a.combiner != Combiner::Sum) ? divRn(acc[c], divisor) : acc[c];
+      for (int c = 0; c < kWidth; ++c) {
+        out[column + c] = (last && any && a.combiner != Combiner::Sum) ? divRn(acc[c], divisor) : acc[c];
+      }
     }
+    if (windowEnd == end) break;
+    window = windowEnd;
   }
 }
 
 template <typename Id, bool kWeighted, bool kClipped>
 void launch(const EmbeddingLookupArgs& a, cudaStream_t stream) {
   const unsigned blocks = unsigned((a.batch + kBagsPerBlock - 1) / kBagsPerBlock);
+  const size_t shared = kClipped ? size_t(kBagsPerBlock) * kWarp * sizeof(float) : 0;  // the ids' divisors
   if (a.dim % 4 == 0 && a.dim >= 4 * kWarp) {
-    launchKernel(lookupKernel<Id, kWeighted, kClipped, 4>, blocks, kBagsPerBlock * kWarp, 0, stream, a);
+    launchKernel(lookupKernel<Id, kWeighted, kClipped, 4>, blocks, kBagsPerBlock * kWarp, shared, stream, a);
   } else if (a.dim % 2 == 0) {
-    launchKernel(lookupKernel<Id, kWeighted, kClipped, 2>, blocks, kBagsPerBlock * kWarp, 0, stream, a);
+    launchKernel(lookupKernel<Id, kWeighted, kClipped, 2>, blocks, kBagsPerBlock * kWarp, shared, stream, a);
   } else {
-    launchKernel(lookupKernel<Id, kWeighted, kClipped, 1>, blocks, kBagsPerBlock * kWarp, 0, stream, a);
+    launchKernel(lookupKernel<Id, kWeighted, kClipped, 1>, blocks, kBagsPerBlock * kWarp, shared, stream, a);
   }
 }
 

@@ -54,6 +54,28 @@ describeCuda('CUDA backend', () => {
     expect(Array.from(gpu)).toEqual(Array.from(cpu));
   });
 
+  test('maxNorm with bags of up to 100 ids (taken 32 at a time, each row\'s norm once) and rows of 1-4096 floats: the CPU\'s bits', async () => {
+    const random = randomSource(11);
+    for (const dim of [1, 301, 300, 4096]) {
+      const rows = 60;
+      const table = new Float32Array(rows * dim).map(() => random() * 4 - 2);
+      const onCpu = hb.variable(table, { shape: [rows, dim], device: 'cpu' });
+      const onGpu = hb.variable(table, { shape: [rows, dim], device: 'cuda' });
+      for (const weighted of [false, true]) {
+        const r = randomRagged(random, 12, rows, 100, weighted);
+        // Some ids pruned (negative), so some windows keep fewer than 32 rows.
+        const values = r.values.map((id, j) => (j % 9 === 4 ? -1n : id));
+        expect(Array.from(r.rowSplits).some((s, b) => b > 0 && s - r.rowSplits[b - 1] > 64)).toBe(true);
+        for (const combiner of ['sum', 'mean', 'sqrtn'] as const) {
+          const ids = hb.ragged(values, r.rowSplits, r.weights);
+          const cpu = (await (await hb.nn.embeddingLookupSparse(onCpu, ids, { combiner, maxNorm: 1.5 })).data()) as Float32Array;
+          const gpu = (await (await hb.nn.embeddingLookupSparse(onGpu, ids, { combiner, maxNorm: 1.5 })).data()) as Float32Array;
+          expect(Buffer.from(gpu.buffer, gpu.byteOffset, gpu.byteLength).equals(Buffer.from(cpu.buffer, cpu.byteOffset, cpu.byteLength))).toBe(true);
+        }
+      }
+    }
+  });
+
   test('initializers on CUDA equal the CPU bit for bit', async () => {
     for (const init of [hb.initializers.randomUniform({ seed: 5 }), hb.initializers.truncatedNormal({ stddev: 0.1, seed: 5 }), hb.initializers.constant(3)]) {
       const cpu = (await hb.variable(init, { shape: [513, 7], device: 'cpu' }).data()) as Float32Array;

@@ -9,7 +9,8 @@ module.exports = {
     const table = await attempt('variable', () => hb.variable(hb.initializers.randomUniform({ seed: r.int(0, 100) }), { shape: [rows, dim], name: `fuzz_${r.int(0, 1e9)}` }));
     if (!table) return;
     const batch = r.int(0, 12);
-    const nIds = r.int(0, 40);
+    // Now and then rows in more than 256 entries: their gradients are summed in blocks.
+    const nIds = r.chance(0.9) ? r.int(0, 40) : r.int(257, 1500);
     const ids = r.typedArray(r.chance(0.9) ? r.pick(['i64', 'i32']) : 'f32', nIds, () => (r.chance(0.9) ? r.int(0, Math.max(rows - 1, 0)) : r.pick([r.int(-2, rows + 2), 2 ** 40, -(2 ** 40)])), 0.1);
     let splits = Array.from({ length: batch + 1 }, (_, i) => Math.round((i * nIds) / Math.max(batch, 1)));
     if (r.chance(0.3)) splits = splits.map((s) => (r.chance(0.2) ? r.pick([-1, nIds + 1, s + 1, NaN]) : s));
