@@ -360,9 +360,9 @@ __global__ void listLongSegments(Source source, SegmentView s, const int32_t* or
   }
 }
 
-// A long segment of one unit is cut into pieces of kSumBlock entries, its blocks: one
-// block of threads per piece stages the piece's entries, then each column's thread sums
-// the piece in entry order into partial[piece, column]. Pieces are numbered segment after
+// A long segment of one unit is cut into pieces of kSumBlock entries (the blocks of its
+// blocked sum): one block of threads per piece stages the piece's entries, then each
+// column's thread sums the piece in entry order into partial[piece, column]. Pieces are numbered segment after
 // segment: pieceEnds is the inclusive sum of the pieced segments' piece counts.
 // Shared memory: kSumBlock entries.
 template <typename Source>
