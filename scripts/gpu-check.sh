@@ -70,16 +70,8 @@ case "$mode" in
     timeout -k 5 "${NCU_LIMIT:-120}" bash "$root/.gpu-bundle/run.sh" "$ncu" --target-processes all --metrics gpu__time_duration.sum \
       --print-summary per-kernel --csv node bench/dlrm_one_step.js "${2:-65536}" > "$out/ncu.csv" 2> "$out/ncu.err"
     echo "ncu rc=$? after $(elapsed)"
-    node -e '
-      const rows = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter((l) => l.startsWith("\"")).map((l) => JSON.parse(`[${l}]`));
-      const byName = new Map();
-      for (const r of rows.slice(1)) {
-        const name = r[3].split("(")[0];
-        const ns = Number(r[8]) * Number(String(r[14]).replace(/,/g, ""));
-        byName.set(name, (byName.get(name) || 0) + ns);
-      }
-      [...byName].sort((a, b) => b[1] - a[1]).slice(0, 20).forEach(([n, ns]) => console.log(`${(ns / 1e6).toFixed(2).padStart(9)} ms  ${n}`));
-    ' "$out/ncu.csv"
+    # The lent machine has node only inside the bundle.
+    in_bundle node scripts/ncu_summary.js "$out/ncu.csv" 2>/dev/null | grep -v '^node \|^GPU [0-9]'
     ;;
   *)
     echo "usage: gpu-check.sh prepare | check | profile [batch]" >&2
