@@ -33,6 +33,16 @@ describe('hb.metrics.auc (TF 1.15 tf.metrics.auc)', () => {
     const v = await hb.metrics.auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], { curve: 'PR', summationMethod: 'careful_interpolation' });
     expect(Math.abs(v - (1 - Math.log(1.5) / 2))).toBeLessThan(1e-6);
   });
+  test('ROC under careful_interpolation is the trapezoidal area, as TF\'s compute_auc takes it', async () => {
+    const labels = [0, 0, 1, 1, 0, 1];
+    const predictions = [0.1, 0.4, 0.35, 0.8, 0.5, 0.5];
+    const [trapezoidal, majoring, careful] = await Promise.all(
+      (['trapezoidal', 'majoring', 'careful_interpolation'] as const).map((summationMethod) => hb.metrics.auc(labels, predictions, { summationMethod })),
+    );
+    expect(trapezoidal).toBeCloseTo(13 / 18, 5);
+    expect(majoring).toBeGreaterThan(trapezoidal + 0.05);
+    expect(careful).toBe(trapezoidal);
+  });
   test('testThirdAUCPRSpecialCase: 0.90277', async () => {
     const v = await hb.metrics.auc([0, 0, 0, 0, 1, 1, 1], [0.0, 0.1, 0.2, 0.33, 0.3, 0.4, 0.5], { curve: 'PR' });
     expect(Math.abs(v - 0.90277)).toBeLessThan(1e-3);

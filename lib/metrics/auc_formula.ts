@@ -37,7 +37,8 @@ export function aucFromCounts(tp: Float32Array, fn: Float32Array, tn: Float32Arr
   for (let i = 0; i < n - 1; i++) {
     const width = f(x[i] - x[i + 1]);
     let height: number;
-    if (summation === 'trapezoidal') height = f(f(y[i] + y[i + 1]) / 2);
+    // ROC under careful_interpolation is the trapezoid, as TF's compute_auc takes it.
+    if (summation === 'trapezoidal' || summation === 'careful_interpolation') height = f(f(y[i] + y[i + 1]) / 2);
     else if (summation === 'minoring') height = Math.min(y[i], y[i + 1]);
     else height = Math.max(y[i], y[i + 1]);
     area = f(area + f(width * height));
