@@ -389,6 +389,38 @@ describe('Estimator predict and errors', () => {
     expect(logs.some((l) => /^step 10: loss = /.test(l))).toBe(true);
   });
 
+  test('a rerun whose maxSteps the restored step is already past trains nothing and evaluates once, also with evalEveryNIter', async () => {
+    const dir = tmp();
+    const first = new hb.estimator.Estimator({ modelFn: makeModelFn(), modelDir: dir, config: quiet() });
+    await first.train(dataset(4096, TRAIN), { steps: 10 });
+    for (const every of [undefined, 2]) {
+      const logs: string[] = [];
+      const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), modelDir: dir, config: new hb.estimator.RunConfig({ log: (l) => logs.push(l), progressBar: false }) });
+      const result = await hb.estimator.trainAndEvaluate(
+        est,
+        new hb.estimator.TrainSpec({ inputFn: dataset(4096, TRAIN), maxSteps: 5 }),
+        new hb.estimator.EvalSpec({ inputFn: dataset(1024, EVAL), steps: 1 }),
+        every === undefined ? {} : { evalEveryNIter: every },
+      );
+      expect(result.globalStep).toBe(10);
+      expect(logs.filter((l) => l.startsWith('evaluation')).length).toBe(1);
+    }
+  });
+
+  test('evaluate with steps reads that many batches of its input, no more', async () => {
+    const est = new hb.estimator.Estimator({ modelFn: makeModelFn(), config: quiet() });
+    let read = 0;
+    const counted = async function* () {
+      for await (const batch of dataset(4096, EVAL)()) {
+        read++;
+        yield batch;
+      }
+    };
+    const result = await est.evaluate(counted, { steps: 3 });
+    expect(read).toBe(3);
+    expect(Number.isFinite(result.loss)).toBe(true);
+  });
+
   test('maxSteps counts from the restored global step: a finished job rerun trains no more', async () => {
     const dir = tmp();
     const run = async () => {

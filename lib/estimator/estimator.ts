@@ -443,6 +443,11 @@ export class Estimator {
       if (!mine) continue;
       lossSum += (result.outputs[0] as Float32Array)[0];
       count++;
+      if (options.steps !== undefined && count >= options.steps) {
+        // Done: the input is not read past the batches evaluated (TF reads `steps` batches).
+        current = { done: true, value: undefined };
+        continue;
+      }
       try {
         current = await batches.next();
       } catch (error) {

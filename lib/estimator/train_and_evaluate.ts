@@ -56,7 +56,8 @@ export async function trainAndEvaluate(
         };
         const stop = await estimator.trainOn(batches, {
           maxSteps: every === undefined ? trainSpec.maxSteps : undefined,
-          steps: every === undefined ? undefined : Math.min(every, (trainSpec.maxSteps ?? Infinity) - estimator.globalStep),
+          // None when a restored step is already past maxSteps (a finished job rerun).
+          steps: every === undefined ? undefined : Math.max(0, Math.min(every, (trainSpec.maxSteps ?? Infinity) - estimator.globalStep)),
           hooks: trainSpec.hooks,
           evaluateWhen,
         });
