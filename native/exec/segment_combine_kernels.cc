@@ -197,10 +197,12 @@ void segmentCombineGradKernel(KernelArgs& args) {
   });
   // Rows of more than kSumBlock entries (possible only through idx) are summed in blocks:
   // each has a block row, and every kSumBlock entries its block is added into the row.
-  std::vector<int32_t> terms(hasIdx ? size_t(rows) : 0, 0);
+  // No row can be long with kSumBlock entries or fewer in all: then nothing is counted.
+  const bool mayBeLong = hasIdx && entries > kSumBlock;
+  std::vector<int32_t> terms(mayBeLong ? size_t(rows) : 0, 0);
   std::vector<int32_t> blockSlot(terms.size(), -1);
   int64_t blockRows = 0;
-  if (hasIdx) {
+  if (mayBeLong) {
     for (int64_t j = 0; j < entries; ++j) ++terms[size_t(entry.at(j))];
     for (int64_t r = 0; r < rows; ++r) {
       if (terms[size_t(r)] > kSumBlock) blockSlot[size_t(r)] = int32_t(blockRows++);
