@@ -9,7 +9,7 @@ import type { Features } from '../data/batch';
 import { currentDevice } from '../backend';
 import { KERNEL_REGISTRY_VERSION, native, NativePlan, NativeTensorHandle, TypedArray } from '../native';
 import { checkOptionKeys } from '../option_keys';
-import { EXPORT_FORMAT, ExportedGraph, ExportedParam, ExportManifest, GRAPH_FILE, MANIFEST_FILE, STORED_ITEM_BYTES, VARIABLES_FILE } from './export_format';
+import { EXPORT_FORMAT, ExportedFeed, ExportedGraph, ExportedParam, ExportedRecipe, ExportManifest, GRAPH_FILE, MANIFEST_FILE, STORED_ITEM_BYTES, VARIABLES_FILE } from './export_format';
 import { fromBFloat16, fromFloat16 } from './half_float';
 import { MicroBatcher, MicroBatchOptions } from './micro_batcher';
 import { ServableModel, ServingSignature } from './servable';
@@ -216,13 +216,24 @@ async function readVerified(dir: string, name: string, manifest: ExportManifest)
 }
 
 function parseGraph(bytes: Buffer, dir: string): ExportedGraph {
-  const graph = JSON.parse(bytes.toString('utf8')) as ExportedGraph;
+  let graph: ExportedGraph;
+  try {
+    graph = JSON.parse(bytes.toString('utf8')) as ExportedGraph;
+  } catch (error) {
+    throw new Error(`loadModel: ${dir}/${GRAPH_FILE} cannot be read as JSON: ${(error as Error).message}`);
+  }
   if (graph === null || typeof graph !== 'object' || !graph.plan || !Array.isArray(graph.feeds) || !Array.isArray(graph.outputs) || !Array.isArray(graph.params)) {
     throw new Error(`loadModel: ${dir}/${GRAPH_FILE} is not an exported graph`);
   }
   if (graph.plan.version !== KERNEL_REGISTRY_VERSION) {
     throw new Error(`loadModel: ${dir} was exported for kernel registry ${graph.plan.version}; this hb-ts has ${KERNEL_REGISTRY_VERSION}: export it again with this version`);
   }
+  graph.feeds.forEach((feed, i) => checkFeed(feed, i, dir));
+  graph.outputs.forEach((o, i) => {
+    if (o === null || typeof o !== 'object' || typeof o.name !== 'string' || !Number.isSafeInteger(o.value) || o.value < 0 || !Number.isSafeInteger(o.width) || o.width < 1) {
+      throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: output ${i} is not a name, a plan value and a width (${shortJson(o)})`);
+    }
+  });
   if (graph.params.length !== graph.plan.params.length) throw new Error(`loadModel: ${dir}/${GRAPH_FILE} lists ${graph.params.length} parameters for a plan of ${graph.plan.params.length}`);
   graph.params.forEach((p, i) => {
     // Bound by position: a parameter must be the one the plan names there.
@@ -239,6 +250,34 @@ function parseGraph(bytes: Buffer, dir: string): ExportedGraph {
     }
   });
   return graph;
+}
+
+const FEED_DTYPES = new Set(['float32', 'int32', 'int64']);
+const ID_PARTS = new Set(['ids', 'row_splits', 'weights']);
+
+/** A feed's recipe as exportSavedModel writes it; its column config is checked when the column is rebuilt. */
+function checkFeed(feed: ExportedFeed, i: number, dir: string): void {
+  const bad = (what: string) => new Error(`loadModel: ${dir}/${GRAPH_FILE}: feed ${i} ${what} (${shortJson(feed)})`);
+  if (feed === null || typeof feed !== 'object' || typeof feed.name !== 'string' || !FEED_DTYPES.has(feed.dtype)) throw bad('is not a name and a dtype');
+  const recipe = feed.recipe as ExportedRecipe | null;
+  if (recipe === null || typeof recipe !== 'object') throw bad('has no recipe');
+  if (recipe.kind === 'numeric') {
+    if (typeof recipe.key !== 'string' || !Number.isSafeInteger(recipe.width) || recipe.width < 1) throw bad('is a numeric feed without a key and a width');
+  } else if (recipe.kind === 'column_ids') {
+    if (!ID_PARTS.has(recipe.part) || typeof recipe.name !== 'string' || typeof recipe.rawIds !== 'boolean' || recipe.column === null || typeof recipe.column !== 'object') {
+      throw bad("is a lookup feed without its part, column, name and 'rawIds'");
+    }
+  } else if (recipe.kind === 'column_dense') {
+    if (recipe.column === null || typeof recipe.column !== 'object') throw bad('is a dense column feed without its column');
+  } else {
+    throw bad(`has recipe kind ${JSON.stringify((recipe as { kind?: unknown }).kind)}`);
+  }
+}
+
+/** A value of a damaged file, shortened for a message. */
+function shortJson(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 
 const ARRAYS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array, float16: Uint16Array, bfloat16: Uint16Array } as const;

@@ -58,6 +58,9 @@ export class ServingFeeds {
     if (features === null || typeof features !== 'object' || Array.isArray(features)) {
       throw new BadInputError('features must be an object of feature name -> values');
     }
+    // Feeds already under way when a later one throws: their own failures are this
+    // request's too, and must not surface as unhandled rejections (which end the process).
+    const underWay: Array<Promise<FeedValue>> = [];
     try {
       const read = await readTensorFeatures(features);
       const rows = this.agreedRows(features);
@@ -67,43 +70,51 @@ export class ServingFeeds {
       // Synchronous where the values are at hand (a request of one row is mostly this
       // bookkeeping); tensors and dense columns are awaited.
       const feeds: Array<FeedValue | Promise<FeedValue>> = this.specs.map((spec, i) => {
-        const recipe = spec.recipe;
-        if (recipe.kind === 'numeric') {
-          const raw = (features as Record<string, unknown>)[recipe.key];
-          if (!Object.prototype.hasOwnProperty.call(features, recipe.key) || raw === undefined) {
-            throw new Error(`feature '${recipe.key}' is missing (it has ${Object.keys(features).map((k) => `'${k}'`).join(', ') || 'no features'})`);
-          }
-          const checked = (values: Float32Array) => {
-            if (values.length !== rows * recipe.width) throw new Error(`feature '${recipe.key}': ${values.length} values for ${rows} examples of ${recipe.width}`);
-            return values;
-          };
-          if (dtypeOfTypedArray(raw) === 'float32') return checked(raw as Float32Array);
-          return Array.isArray(raw) ? checked(numbersOf(raw, recipe.key, recipe.width)) : numericFeed(raw, recipe.key, recipe.width).then(checked);
-        }
-        const column = this.columns[i] as FeatureColumn;
-        if (recipe.kind === 'column_dense') {
-          return (column as DenseColumn).denseValues(read).then(({ values, rows: got }) => {
-            if (got !== rows) throw new Error(`feature column '${column.name}': ${got} examples, the batch has ${rows}`);
-            return values;
-          });
-        }
-        let ids = ragged.get(this.idsKey[i]);
-        if (!ids) {
-          // A dynamic table is keyed by the raw ids (a hash column's whole Fingerprint64).
-          const categorical = column as CategoricalColumn;
-          ids = recipe.rawIds ? (categorical.rawIds as (f: Features) => Ragged).call(categorical, read) : categorical.transform(read);
-          ragged.set(this.idsKey[i], ids);
-        }
-        if (ids.nrows !== rows) throw new Error(`feature column '${recipe.name}': ${ids.nrows} examples, the batch has ${rows}`);
-        if (recipe.part === 'ids') return ids.values as FeedValue;
-        if (recipe.part === 'row_splits') return ids.rowSplits;
-        if (!ids.weights) throw new Error(`feature column '${recipe.name}': no weights in this batch`);
-        return ids.weights;
+        const feed = this.feedOf(spec, i, features, read, rows, ragged);
+        if (feed instanceof Promise) underWay.push(feed);
+        return feed;
       });
-      return { rows, feeds: feeds.some((f) => f instanceof Promise) ? await Promise.all(feeds) : (feeds as FeedValue[]) };
+      return { rows, feeds: underWay.length > 0 ? await Promise.all(feeds) : (feeds as FeedValue[]) };
     } catch (error) {
+      for (const feed of underWay) feed.catch(() => undefined);
       throw error instanceof BadInputError ? error : new BadInputError((error as Error)?.message ?? String(error));
     }
+  }
+
+  /** One feed of a request: its values at hand, or a promise of them (tensors, dense columns). */
+  private feedOf(spec: ExportedFeed, i: number, features: Features, read: Features, rows: number, ragged: Map<string, Ragged>): FeedValue | Promise<FeedValue> {
+    const recipe = spec.recipe;
+    if (recipe.kind === 'numeric') {
+      const raw = (features as Record<string, unknown>)[recipe.key];
+      if (!Object.prototype.hasOwnProperty.call(features, recipe.key) || raw === undefined) {
+        throw new Error(`feature '${recipe.key}' is missing (it has ${Object.keys(features).map((k) => `'${k}'`).join(', ') || 'no features'})`);
+      }
+      const checked = (values: Float32Array) => {
+        if (values.length !== rows * recipe.width) throw new Error(`feature '${recipe.key}': ${values.length} values for ${rows} examples of ${recipe.width}`);
+        return values;
+      };
+      if (dtypeOfTypedArray(raw) === 'float32') return checked(raw as Float32Array);
+      return Array.isArray(raw) ? checked(numbersOf(raw, recipe.key, recipe.width)) : numericFeed(raw, recipe.key, recipe.width).then(checked);
+    }
+    const column = this.columns[i] as FeatureColumn;
+    if (recipe.kind === 'column_dense') {
+      return (column as DenseColumn).denseValues(read).then(({ values, rows: got }) => {
+        if (got !== rows) throw new Error(`feature column '${column.name}': ${got} examples, the batch has ${rows}`);
+        return values;
+      });
+    }
+    let ids = ragged.get(this.idsKey[i]);
+    if (!ids) {
+      // A dynamic table is keyed by the raw ids (a hash column's whole Fingerprint64).
+      const categorical = column as CategoricalColumn;
+      ids = recipe.rawIds ? (categorical.rawIds as (f: Features) => Ragged).call(categorical, read) : categorical.transform(read);
+      ragged.set(this.idsKey[i], ids);
+    }
+    if (ids.nrows !== rows) throw new Error(`feature column '${recipe.name}': ${ids.nrows} examples, the batch has ${rows}`);
+    if (recipe.part === 'ids') return ids.values as FeedValue;
+    if (recipe.part === 'row_splits') return ids.rowSplits;
+    if (!ids.weights) throw new Error(`feature column '${recipe.name}': no weights in this batch`);
+    return ids.weights;
   }
 
   /**
