@@ -119,6 +119,27 @@ describe('Dataset.fromCriteoTsv', () => {
     expect(seen.sort()).toEqual(expected.sort());
   });
 
+  test('partitions take equal spans of the bytes, whatever the number of pieces: near-equal rows (a job stops at its shortest share)', async () => {
+    const lines = Array.from({ length: 990 }, (_, i) => criteoLine(i));
+    const text = lines.join('\n') + '\n';
+    const file = writeTsv('balanced.tsv', text);
+    const size = Buffer.byteLength(text);
+    // 3 pieces between 2 partitions went 2 and 1 (661 and 329 rows); 9 between 4, 3-2-2-2.
+    for (const [pieces, partitionCount] of [[3, 2], [9, 4], [11, 3], [1, 3]]) {
+      const shares: number[] = [];
+      const seen: string[] = [];
+      for (let partitionIndex = 0; partitionIndex < partitionCount; partitionIndex++) {
+        const part = rowsOf(await collect(hb.data.Dataset.fromCriteoTsv(file, { partitionCount, partitionIndex, numWorkers: 2, blockBytes: Math.ceil(size / pieces) }).batch(100)));
+        shares.push(part.length);
+        seen.push(...part.map((r) => `${r.label}|${r.C1}|${r.C2}|${r.I2}`));
+      }
+      // Lines differ in length a little: shares within 1% of each other, every line once.
+      expect(Math.max(...shares) / Math.min(...shares)).toBeLessThan(1.01 + 2 / Math.min(...shares));
+      expect(seen).toHaveLength(990);
+      expect(new Set(seen).size).toBe(990);
+    }
+  });
+
   test('a missing file is an Error naming it', async () => {
     const missing = path.join(dir, 'nope.tsv');
     await expect(collect(hb.data.Dataset.fromCriteoTsv(missing))).rejects.toThrow(/Dataset\.fromCriteoTsv: cannot read .*nope\.tsv/);

@@ -172,12 +172,48 @@ describe('Dataset.fromParquet', () => {
     await expect(collect(hb.data.Dataset.fromParquet(big))).rejects.toThrow(/column 'id' holds the uint64 value 9223372036854775815 at row 1 of its row group, beyond int64 \(ids must be below 2\^63\)/);
   });
 
-  test('more partitions than row groups: a partition left without rows says so instead of reading as empty', async () => {
-    const file = writeParquet('two_groups.parquet', { x: arrow.vectorFromArray(Int32Array.from({ length: 20 }, (_, i) => i)) }, 10);
-    const rows = rowsOf(await collect(hb.data.Dataset.fromParquet(file, { partitionCount: 3, partitionIndex: 1 })));
-    expect(rows.map((r) => r.x)).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
-    await expect(collect(hb.data.Dataset.fromParquet(file, { partitionCount: 3, partitionIndex: 2 }))).rejects.toThrow(
-      'hb.data: partition 2 of 3 gets no rows: the input has only 2 units of work (Parquet row groups) to deal out; use at most 2 partitions, or files with more row groups',
+  test('partitions take equal spans of the rows, cutting row groups (a file of one row group too); only more partitions than rows leave one empty', async () => {
+    const one = writeParquet('one_group.parquet', { x: arrow.vectorFromArray(Int32Array.from({ length: 1000 }, (_, i) => i)) }, 1000);
+    const threes = writeParquet('groups_of_300.parquet', { x: arrow.vectorFromArray(Int32Array.from({ length: 1000 }, (_, i) => i)) }, 300);
+    // Strings and lists are cut too: a row group's rows split between partitions keep their values.
+    const mixed = writeParquet('mixed.parquet', {
+      x: arrow.vectorFromArray(Int32Array.from({ length: 50 }, (_, i) => i)),
+      s: arrow.vectorFromArray(Array.from({ length: 50 }, (_, i) => `s${i}`.repeat(1 + (i % 3)))),
+    }, 50);
+    const shares = async (file: string, partitionCount: number) => {
+      const parts: Array<Array<Record<string, unknown>>> = [];
+      for (let partitionIndex = 0; partitionIndex < partitionCount; partitionIndex++) {
+        parts.push(rowsOf(await collect(hb.data.Dataset.fromParquet(file, { partitionCount, partitionIndex, numWorkers: 2 }).batch(64))));
+      }
+      return parts;
+    };
+    for (const file of [one, threes]) {
+      for (const partitionCount of [2, 3, 4]) {
+        const parts = await shares(file, partitionCount);
+        const sizes = parts.map((p) => p.length);
+        // Before: one group went whole to partition 0 (the others threw), and groups of 300
+        // between 4 gave 300, 300, 300, 100.
+        expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
+        expect(parts.flat().map((r) => r.x)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+      }
+    }
+    const mixedParts = await shares(mixed, 3);
+    expect(mixedParts.map((p) => p.length)).toEqual([17, 17, 16]);
+    expect(mixedParts.flat().map((r) => r.s)).toEqual(Array.from({ length: 50 }, (_, i) => `s${i}`.repeat(1 + (i % 3))));
+    // Every type (strings with nulls, dictionaries, lists of ids, floats and strings) cut
+    // inside row groups of 60 reads back as the whole does.
+    const { columns, expected } = everyType(250);
+    const types = writeParquet('types_split.parquet', columns, 60);
+    const typeParts: Array<Array<Record<string, unknown>>> = [];
+    for (let partitionIndex = 0; partitionIndex < 3; partitionIndex++) {
+      typeParts.push(rowsOf(await collect(hb.data.Dataset.fromParquet(types, { labelField: 'label', defaults: { i32: -1 }, partitionCount: 3, partitionIndex }).batch(64))));
+    }
+    expect(typeParts.map((p) => p.length)).toEqual([84, 83, 83]);
+    expect(typeParts.flat()).toEqual(expected);
+    const tiny = writeParquet('two_rows.parquet', { x: arrow.vectorFromArray(Int32Array.from([0, 1])) }, 10);
+    expect(rowsOf(await collect(hb.data.Dataset.fromParquet(tiny, { partitionCount: 3, partitionIndex: 1 }))).map((r) => r.x)).toEqual([1]);
+    await expect(collect(hb.data.Dataset.fromParquet(tiny, { partitionCount: 3, partitionIndex: 2 }))).rejects.toThrow(
+      'hb.data: partition 2 of 3 gets no rows: the input has only 2 rows to share; use at most 2 partitions',
     );
   });
 

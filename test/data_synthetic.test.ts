@@ -65,11 +65,22 @@ describe('Dataset.synthetic', () => {
     expect(Array.from((c.features.user as hb.Ragged).values as BigInt64Array)).not.toEqual(Array.from((a.features.user as hb.Ragged).values as BigInt64Array));
   });
 
-  test('a small dataset split many ways gives every partition rows, each row once', async () => {
+  test('partitions get equal shares of the rows (within one), each row once, in order', async () => {
     const whole = rowsOf(await collect(hb.data.Dataset.synthetic(criteoLike(3, 10)).batch(10)));
     const parts = await Promise.all([0, 1, 2, 3].map(async (partitionIndex) => rowsOf(await collect(hb.data.Dataset.synthetic({ ...criteoLike(3, 10), partitionCount: 4, partitionIndex }).batch(10)))));
-    for (const part of parts) expect(part.length).toBeGreaterThan(0);
+    expect(parts.map((p) => p.length)).toEqual([3, 3, 2, 2]); // 4, 4, 2, 0 dealt out in blocks before
     expect(parts.flat()).toEqual(whole);
+    // Large: blocks of 8192 rows dealt out whole gave 24576 and 16384 of 40960 to 2 partitions.
+    for (const [numSamples, partitionCount] of [[40960, 2], [40960, 3], [9, 4]]) {
+      const sizes = await Promise.all(
+        Array.from({ length: partitionCount }, async (_, partitionIndex) => {
+          const ds = hb.data.Dataset.synthetic({ ...criteoLike(3, numSamples), partitionCount, partitionIndex }).batch(8192);
+          return (await collect(ds)).reduce((n, b) => n + (b.labels as Float32Array).length, 0);
+        }),
+      );
+      expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
+      expect(sizes.reduce((a, b) => a + b, 0)).toBe(numSamples);
+    }
   });
 
   test('fixed and variable hotness', async () => {

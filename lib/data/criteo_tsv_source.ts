@@ -1,6 +1,6 @@
 // Dataset.fromCriteoTsv: the main-thread side. Each file is cut into byte ranges; a
-// range owns the lines that start inside it, so ranges (and partitions, which take every
-// partitionCount-th range) never share or lose a line.
+// range owns the lines that start inside it, so ranges (and partitions, which take equal
+// spans of the files' bytes) never share or lose a line.
 import * as fs from 'node:fs';
 import { CRITEO_INTEGER_FIELDS, CriteoTsvTask, CriteoTsvUnit } from './criteo_tsv_reader';
 import { fileList, SourceDescription, SourceOptions, sourceOptions, SOURCE_OPTION_KEYS } from './source';
@@ -54,6 +54,13 @@ export function criteoTsvSource(files: string | string[], options: CriteoTsvOpti
     partitionIndex,
     credits: 4,
     labelField,
+    // A range owns the lines that start inside it, so it can be cut at any byte: equal
+    // bytes make near-equal rows for lines of one kind.
+    measure: {
+      size: (unit) => (unit as CriteoTsvUnit).end - (unit as CriteoTsvUnit).start,
+      part: (unit, from, to) => ({ ...(unit as CriteoTsvUnit), start: (unit as CriteoTsvUnit).start + from, end: (unit as CriteoTsvUnit).start + to }),
+    },
+    measuredIn: 'bytes',
     plan: async () => {
       const units: CriteoTsvUnit[] = [];
       for (const file of paths) {
@@ -65,8 +72,7 @@ export function criteoTsvSource(files: string | string[], options: CriteoTsvOpti
         } catch (error) {
           throw new Error(`${WHERE}: cannot read ${file}: ${(error as Error).message}`);
         }
-        // Fewer files than partitions: cut each file at least partitionCount ways so every partition gets rows.
-        const pieces = Math.max(1, Math.ceil(size / blockBytes), paths.length < partitionCount ? partitionCount : 1);
+        const pieces = Math.max(1, Math.ceil(size / blockBytes));
         for (let k = 0; k < pieces; k++) {
           units.push({ index: units.length, file, start: Math.floor((size * k) / pieces), end: Math.floor((size * (k + 1)) / pieces), fileSize: size });
         }

@@ -28,8 +28,11 @@ export interface ParquetFilePlan {
 export interface ParquetUnit extends UnitBase {
   file: string;
   rowGroup: number;
+  /** The row group's first row in the file, and its rows. */
   firstRow: number;
   rows: number;
+  /** The rows [begin, end) of the row group this unit delivers (a partition's span may cut a group). */
+  keep: [number, number];
 }
 
 let wasm: typeof ParquetWasm | undefined;
@@ -184,7 +187,7 @@ export async function* readParquetUnit(unit: ParquetUnit, task: ParquetTask, con
   } catch (error) {
     const text = `Dataset.fromParquet: cannot decode ${where(unit)}: ${message(error)}`;
     if (task.skipCorrupted) {
-      context.skip(unit.rows, text);
+      context.skip(unit.keep[1] - unit.keep[0], text);
       return;
     }
     throw new Error(text);
@@ -193,8 +196,15 @@ export async function* readParquetUnit(unit: ParquetUnit, task: ParquetTask, con
   // block needs no copy): all blocks of a read view one buffer, which can move to the
   // main thread only once, so should the decoder split it, the blocks get buffers of their own.
   const own = table.batches.length > 1;
+  const [keepBegin, keepEnd] = unit.keep;
   let batchStart = 0;
   for (const batch of table.batches) {
+    const begin = Math.max(keepBegin - batchStart, 0);
+    const end = Math.min(keepEnd - batchStart, batch.numRows);
+    if (end <= begin) {
+      batchStart += batch.numRows;
+      continue;
+    }
     const columns = file.names.map((name) => {
       const data = batch.getChild(name)?.data[0];
       if (data === undefined) throw new Error(`Dataset.fromParquet: column '${name}' is missing from ${where(unit)}`);
@@ -204,9 +214,11 @@ export async function* readParquetUnit(unit: ParquetUnit, task: ParquetTask, con
       } catch (error) {
         throw inUnit(error, unit, batchStart);
       }
+      // Part of a batch: its rows copied out (buffers of their own, as when split).
+      if (begin > 0 || end < batch.numRows) return sliceColumn(column, begin, end);
       return own ? copyColumn(column) : column;
     });
-    yield { rows: batch.numRows, names: file.names, columns };
+    yield { rows: end - begin, names: file.names, columns };
     batchStart += batch.numRows;
   }
 }
@@ -227,6 +239,31 @@ function inUnit(error: unknown, unit: ParquetUnit, batchStart: number): Error {
   }
   const text = `Dataset.fromParquet: ${where(unit)}: ${error.message}`;
   return error instanceof RangeError ? new RangeError(text) : error instanceof TypeError ? new TypeError(text) : new Error(text);
+}
+
+/** Rows [begin, end) of a column, in buffers of their own. */
+function sliceColumn(column: WireColumn, begin: number, end: number): WireColumn {
+  switch (column.kind) {
+    case 'numeric':
+      return { kind: 'numeric', values: column.values.slice(begin, end) };
+    case 'string': {
+      const base = column.offsets[begin];
+      return {
+        kind: 'string',
+        bytes: column.bytes.slice(base, column.offsets[end]),
+        offsets: column.offsets.slice(begin, end + 1).map((o) => o - base),
+        valid: column.valid?.slice(begin, end),
+      };
+    }
+    case 'ragged': {
+      const base = column.rowSplits[begin];
+      return { kind: 'ragged', values: column.values.slice(base, column.rowSplits[end]), rowSplits: column.rowSplits.slice(begin, end + 1).map((s) => s - base) };
+    }
+    case 'list': {
+      const base = column.rowSplits[begin];
+      return { kind: 'list', values: sliceColumn(column.values, base, column.rowSplits[end]), rowSplits: column.rowSplits.slice(begin, end + 1).map((s) => s - base) };
+    }
+  }
 }
 
 function copyColumn(column: WireColumn): WireColumn {

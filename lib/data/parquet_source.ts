@@ -1,7 +1,7 @@
 // Dataset.fromParquet: the main-thread side. Reader threads read each file's footer,
-// then every row group becomes a unit of work; partitions take every
-// partitionCount-th row group of the files in order, so one file is split between
-// partitions as readily as many files are. A thread hands over one block per row group.
+// then every row group becomes a unit of work; partitions take equal spans of the rows
+// of the files in order, so one file (even of one row group) is split between partitions
+// as readily as many files are. A thread hands over one block per row group.
 import type { Default } from './arrow_columns';
 import type { ParquetFilePlan, ParquetTask, ParquetUnit } from './parquet_reader';
 import { fileList, planFiles, SourceDescription, SourceOptions, sourceOptions, SOURCE_OPTION_KEYS } from './source';
@@ -49,6 +49,13 @@ export function parquetSource(files: string | string[], options: ParquetOptions)
     partitionIndex,
     credits: 4,
     labelField,
+    // A partition's span of rows may start or end inside a row group: both partitions
+    // decode that group and keep their own rows of it.
+    measure: {
+      size: (unit) => (unit as ParquetUnit).keep[1] - (unit as ParquetUnit).keep[0],
+      part: (unit, from, to) => ({ ...(unit as ParquetUnit), keep: [(unit as ParquetUnit).keep[0] + from, (unit as ParquetUnit).keep[0] + to] }),
+    },
+    measuredIn: 'rows',
     plan: async (pool, stats) => {
       const plans = await planFiles<ParquetFilePlan>(pool, 'parquet', paths, task);
       const units: ParquetUnit[] = [];
@@ -59,7 +66,7 @@ export function parquetSource(files: string | string[], options: ParquetOptions)
         }
         let firstRow = 0;
         plan.rowGroups.forEach((rows, rowGroup) => {
-          units.push({ index: units.length, file: paths[f], rowGroup, firstRow, rows });
+          units.push({ index: units.length, file: paths[f], rowGroup, firstRow, rows, keep: [0, rows] });
           firstRow += rows;
         });
       });

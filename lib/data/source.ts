@@ -1,12 +1,14 @@
 // One pass over a file-backed (or generated) source: cut the work into units, keep
-// this partition's share, hand the units to reader threads round-robin, and deliver
-// their chunks unit by unit in the dataset's order, so the order (and a seeded shuffle
-// after it) does not depend on how many threads read.
+// this partition's share (an equal span of the rows or bytes, partition_units.ts), hand
+// the units to reader threads round-robin, and deliver their chunks unit by unit in the
+// dataset's order, so the order (and a seeded shuffle after it) does not depend on how
+// many threads read.
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { context, isInitialized } from '../distribute/process_group';
 import type { Batch, Column } from './batch';
 import { decodeChunk } from './decode_chunk';
+import { partitionUnits, UnitMeasure } from './partition_units';
 import { WorkerPool } from './pool';
 import { ReaderKind, TRUNCATED } from './reader';
 import type { UnitBase } from './wire';
@@ -52,6 +54,10 @@ export interface SourcePlan {
  */
 export interface SourceDescription {
   kind: ReaderKind;
+  /** How the partitions share the units: by rows, or by bytes of a text file (partition_units.ts). */
+  measure: UnitMeasure<UnitBase>;
+  /** What `measure` counts, for messages ('rows', 'bytes'). */
+  measuredIn: string;
   numWorkers: number;
   partitionCount: number;
   partitionIndex: number;
@@ -76,13 +82,14 @@ export async function* readSource(source: SourceDescription, stats: DatasetStats
   let readToTheEnd = false;
   try {
     const { task, units } = await source.plan(pool, stats);
-    const mine = units.filter((_, i) => i % source.partitionCount === source.partitionIndex);
+    const mine = partitionUnits(units, source.partitionCount, source.partitionIndex, source.measure);
     if (mine.length === 0 && units.length > 0) {
-      // Units (row groups, file pieces) are dealt out whole: more partitions than units
-      // leave some with nothing, which would otherwise look like an empty dataset.
+      // More partitions than rows leave some with nothing, which would otherwise look like
+      // an empty dataset.
+      const total = units.reduce((n, u) => n + source.measure.size(u), 0);
       throw new Error(
-        `hb.data: partition ${source.partitionIndex} of ${source.partitionCount} gets no rows: the input has only ${units.length} ` +
-          `unit${units.length === 1 ? '' : 's'} of work (${source.kind === 'parquet' ? 'Parquet row groups' : 'pieces'}) to deal out; use at most ${units.length} partitions, or files with more row groups`,
+        `hb.data: partition ${source.partitionIndex} of ${source.partitionCount} gets no rows: the input has only ${total} ${source.measuredIn} ` +
+          `to share; use at most ${total} partitions`,
       );
     }
     const threads = Math.min(source.numWorkers, mine.length);

@@ -97,13 +97,16 @@ export function syntheticSource(options: SyntheticOptions): SourceDescription {
     partitionIndex,
     credits: 4,
     labelField: task.labelField,
+    // Rows depend on their index only: a partition's span of them is cut anywhere.
+    measure: {
+      size: (unit) => (unit as SyntheticUnit).rows,
+      part: (unit, from, to) => ({ ...(unit as SyntheticUnit), firstRow: (unit as SyntheticUnit).firstRow + from, rows: to - from }),
+    },
+    measuredIn: 'rows',
     plan: async () => {
-      // Rows depend on their index only, so the blocks can be cut small enough that every
-      // partition gets rows (a small dataset read by several ranks, or split in halves).
-      const rowsPerBlock = options.blockRows !== undefined ? blockRows : Math.max(1, Math.min(blockRows, Math.ceil(numSamples / partitionCount)));
       const units: SyntheticUnit[] = [];
-      for (let first = 0; first < numSamples; first += rowsPerBlock) {
-        units.push({ index: units.length, firstRow: first, rows: Math.min(rowsPerBlock, numSamples - first) });
+      for (let first = 0; first < numSamples; first += blockRows) {
+        units.push({ index: units.length, firstRow: first, rows: Math.min(blockRows, numSamples - first) });
       }
       return { task, units };
     },
