@@ -463,11 +463,13 @@ describe('what is refused', () => {
     await expect(hb.serving.loadModel(rehashed((g) => (g.params[0].offset = 1 << 30)))).rejects.toThrow(/does not fit in variables.bin/);
     await expect(hb.serving.loadModel(rehashed((g) => ([g.params[0], g.params[1]] = [g.params[1], g.params[0]])))).rejects.toThrow(/where the plan binds/);
     await expect(hb.serving.loadModel(rehashed((g) => (g.params[0].shape = [-1])))).rejects.toThrow(/has shape \[-1\]/);
-    type Edited = { feeds: unknown[]; outputs: Array<Record<string, unknown>> };
+    type Edited = { feeds: unknown[]; outputs: Array<Record<string, unknown>>; plan: { params: unknown[]; values?: unknown } };
     const rehashedGraph = (edit: (graph: Edited) => void) => rehashed((g) => edit(g as unknown as Edited));
     await expect(hb.serving.loadModel(rehashedGraph((g) => (g.feeds[0] = null)))).rejects.toThrow(/graph.json: feed 0 is not a name and a dtype \(null\)/);
     await expect(hb.serving.loadModel(rehashedGraph((g) => ((g.feeds[1] as { recipe: unknown }).recipe = { kind: 'lookup' })))).rejects.toThrow(/feed 1 has recipe kind "lookup"/);
-    await expect(hb.serving.loadModel(rehashedGraph((g) => (g.outputs[0].width = 0)))).rejects.toThrow(/graph.json: output 0 is not a name, a plan value and a width/);
+    await expect(hb.serving.loadModel(rehashedGraph((g) => (g.outputs[0].width = -1)))).rejects.toThrow(/graph.json: output 0 is not a name, a plan value and a width/);
+    await expect(hb.serving.loadModel(rehashedGraph((g) => (g.plan.params[0] = null)))).rejects.toThrow(/graph.json: its plan has no list of params and values/);
+    await expect(hb.serving.loadModel(rehashedGraph((g) => delete g.plan.values))).rejects.toThrow(/graph.json: its plan has no list of params and values/);
     const notJson = copy((d) => {
       const bytes = Buffer.from('{"plan": ');
       fs.writeFileSync(path.join(d, 'graph.json'), bytes);

@@ -94,6 +94,8 @@ function exportsOnce(hb, scratch) {
     }
     return models;
   })();
+  // A failure (a busy machine's timeout) is tried again by the next case, not kept.
+  made.catch(() => (made = undefined));
   return made;
 }
 
@@ -101,21 +103,6 @@ function sameOutputs(a, b) {
   const keys = Object.keys(b);
   if (!a || Object.keys(a).length !== keys.length) return false;
   return keys.every((k) => a[k] && a[k].length === b[k].length && a[k].every((v, i) => Object.is(v, b[k][i])));
-}
-
-// Rows [begin, end) of a batch as the model takes it (typed arrays, string lists, ragged).
-function sliceBatch(features, begin, end) {
-  const out = {};
-  for (const [k, v] of Object.entries(features)) {
-    if (v && v.rowSplits) {
-      const a = v.rowSplits[begin], b = v.rowSplits[end];
-      const splits = Int32Array.from(v.rowSplits.subarray(begin, end + 1), (s) => s - a);
-      out[k] = { values: v.values.slice(a, b), rowSplits: splits, ...(v.weights ? { weights: v.weights.slice(a, b) } : {}) };
-    } else {
-      out[k] = v.slice(begin, end);
-    }
-  }
-  return out;
 }
 
 // A value of the wrong kind for a feature of `rows` rows.

@@ -228,9 +228,13 @@ function parseGraph(bytes: Buffer, dir: string): ExportedGraph {
   if (graph.plan.version !== KERNEL_REGISTRY_VERSION) {
     throw new Error(`loadModel: ${dir} was exported for kernel registry ${graph.plan.version}; this hb-ts has ${KERNEL_REGISTRY_VERSION}: export it again with this version`);
   }
+  const plan = graph.plan as { params?: unknown; values?: unknown };
+  const objects = (list: unknown) => Array.isArray(list) && list.every((item) => item !== null && typeof item === 'object' && !Array.isArray(item));
+  // The plan's own checks are native (planCreate); these are the parts read here first.
+  if (!objects(plan.params) || !objects(plan.values)) throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: its plan has no list of params and values`);
   graph.feeds.forEach((feed, i) => checkFeed(feed, i, dir));
   graph.outputs.forEach((o, i) => {
-    if (o === null || typeof o !== 'object' || typeof o.name !== 'string' || !Number.isSafeInteger(o.value) || o.value < 0 || !Number.isSafeInteger(o.width) || o.width < 1) {
+    if (o === null || typeof o !== 'object' || typeof o.name !== 'string' || !Number.isSafeInteger(o.value) || o.value < 0 || !Number.isSafeInteger(o.width) || o.width < 0) {
       throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: output ${i} is not a name, a plan value and a width (${shortJson(o)})`);
     }
   });
@@ -242,7 +246,8 @@ function parseGraph(bytes: Buffer, dir: string): ExportedGraph {
     }
     if (!Array.isArray(p.shape) || !p.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: parameter '${p.name}' has shape ${JSON.stringify(p.shape)}`);
     if (p.dynamic) {
-      const dim = graph.plan.params[i].shape[1];
+      const planShape: unknown = graph.plan.params[i].shape;
+      const dim = Array.isArray(planShape) ? planShape[1] : undefined;
       if (p.dynamic.role === 'rows' && (p.dtype !== 'float32' || p.shape.length !== 2 || p.shape[1] !== dim)) {
         throw new Error(`loadModel: ${dir}/${GRAPH_FILE}: dynamic table '${p.name}' holds [${p.shape}] ${p.dtype} rows; the plan reads float32 rows of ${dim}`);
       }
@@ -262,7 +267,7 @@ function checkFeed(feed: ExportedFeed, i: number, dir: string): void {
   const recipe = feed.recipe as ExportedRecipe | null;
   if (recipe === null || typeof recipe !== 'object') throw bad('has no recipe');
   if (recipe.kind === 'numeric') {
-    if (typeof recipe.key !== 'string' || !Number.isSafeInteger(recipe.width) || recipe.width < 1) throw bad('is a numeric feed without a key and a width');
+    if (typeof recipe.key !== 'string' || !Number.isSafeInteger(recipe.width) || recipe.width < 0) throw bad('is a numeric feed without a key and a width');
   } else if (recipe.kind === 'column_ids') {
     if (!ID_PARTS.has(recipe.part) || typeof recipe.name !== 'string' || typeof recipe.rawIds !== 'boolean' || recipe.column === null || typeof recipe.column !== 'object') {
       throw bad("is a lookup feed without its part, column, name and 'rawIds'");
