@@ -138,6 +138,9 @@ describe('Dataset.fromCriteoTsv', () => {
       expect(seen).toHaveLength(990);
       expect(new Set(seen).size).toBe(990);
     }
+    // An empty file is empty for every partition, as for one (not an Error saying a partition gets no rows).
+    const empty = writeTsv('empty.tsv', '');
+    for (const partitionIndex of [0, 1]) expect(await collect(hb.data.Dataset.fromCriteoTsv(empty, { partitionCount: 2, partitionIndex }).batch(10))).toEqual([]);
   });
 
   test('a missing file is an Error naming it', async () => {

@@ -83,10 +83,10 @@ export async function* readSource(source: SourceDescription, stats: DatasetStats
   try {
     const { task, units } = await source.plan(pool, stats);
     const mine = partitionUnits(units, source.partitionCount, source.partitionIndex, source.measure);
-    if (mine.length === 0 && units.length > 0) {
+    const total = units.reduce((n, u) => n + source.measure.size(u), 0);
+    if (mine.length === 0 && total > 0) {
       // More partitions than rows leave some with nothing, which would otherwise look like
-      // an empty dataset.
-      const total = units.reduce((n, u) => n + source.measure.size(u), 0);
+      // an empty dataset (an empty input is empty for every partition, as for one).
       throw new Error(
         `hb.data: partition ${source.partitionIndex} of ${source.partitionCount} gets no rows: the input has only ${total} ${source.measuredIn} ` +
           `to share; use at most ${total} partitions`,

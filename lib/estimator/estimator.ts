@@ -549,6 +549,6 @@ export class Estimator {
 function noBatchError(what: string, rank: number): Error {
   return new Error(
     `${what}: the input of rank ${rank} gave no batch; under a job every rank needs at least one (its partition of the data is empty: ` +
-      'give the dataset more files or row groups than ranks)',
+      'give the dataset more rows than ranks)',
   );
 }
