@@ -58,6 +58,32 @@ function rng(seed) {
       // already detached
     }
   };
+  // A value somewhere inside a JSON document (a parsed config or manifest) replaced,
+  // dropped, wrapped in an array, scaled, cut or doubled; the document is changed in place
+  // and returned.
+  r.mutateJson = (doc) => {
+    const paths = [];
+    const walk = (node, at, depth) => {
+      paths.push(at);
+      if (depth > 12 || node === null || typeof node !== 'object') return;
+      for (const k of Object.keys(node)) walk(node[k], [...at, k], depth + 1);
+    };
+    walk(doc, [], 0);
+    const at = r.pick(paths.slice(1));
+    if (!at) return doc;
+    let parent = doc;
+    for (const k of at.slice(0, -1)) parent = parent[k];
+    const key = at[at.length - 1];
+    const how = r.int(0, 5);
+    if (how === 0) delete parent[key];
+    else if (how === 1) parent[key] = r.pick([null, -1, 0, 1.5, 2 ** 53, 1e308, -1e308, '', 'x', true, [], {}, [[[]]], 'float64', 'int32']);
+    else if (how === 2) parent[key] = [parent[key]];
+    else if (how === 3 && typeof parent[key] === 'number') parent[key] = parent[key] * r.pick([-1, 2, 1000, 0]) + r.pick([0, 1, -1]);
+    else if (how === 4 && Array.isArray(parent[key])) parent[key] = r.chance(0.5) ? parent[key].slice(1) : [...parent[key], ...parent[key]];
+    else if (typeof parent[key] === 'string') parent[key] = r.pick(['', parent[key] + 'x', '../../etc/passwd', 'a'.repeat(1000)]);
+    else parent[key] = r.number();
+    return doc;
+  };
   return r;
 }
 

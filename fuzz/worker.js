@@ -27,7 +27,7 @@ function say(line) {
 
 // Messages of errors the JS engine raises by itself: an input reached code that did not
 // check it.
-const ENGINE_ERROR = /Cannot read propert|Cannot set propert|is not a function|is not iterable|undefined is not|null is not|Maximum call stack|Invalid array length|Invalid typed array length|out of memory/i;
+const ENGINE_ERROR = /Cannot read propert|Cannot set propert|is not a function|is not iterable|(undefined|null) is not (an object|a constructor)|Maximum call stack|Invalid array length|Invalid typed array length|out of memory/i;
 
 function classify(error, where) {
   if (!(error instanceof Error) && !(error && typeof error.message === 'string')) {

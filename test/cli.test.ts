@@ -152,6 +152,9 @@ describe('npx hb-ts train on files', () => {
       [{ tables: [{ name: 'C1', vocabularySize: '10' }] }, /tables\[0\]\.vocabularySize must be an integer >= 1, got "10" \(a string\)/],
       [{ trainFiles: fixture, features: { C1: { type: 'toString' } } }, /features\.C1\.type must be 'numeric', 'hashed', 'vocabulary' or 'identity', got "toString"/],
       [{ trainFiles: fixture, features: { I1: { type: 'numeric', normalizer: 'log' } } }, /features\.I1\.normalizer must be 'log1p' or 'none', got "log"/],
+      // Found by the fuzzer: these ran the process out of memory (2^31 dense feature names; a unit of work per 8192 rows of 2^53).
+      [{ numDense: 2 ** 31 }, /numDense must be an integer in \[0, 4096\], got 2147483648/],
+      [{ trainSamples: 2 ** 53 - 1 }, /trainSamples must be an integer in \[1, 1125899906842624\], got 9007199254740991/],
     ];
     for (const [config, message] of cases) {
       const file = writeConfig('bad.json', config);

@@ -214,7 +214,25 @@ describe('Dataset.synthetic', () => {
     }
   });
 
+  test('a dataset of 2^50 rows reads its first batch at once, whole or split (its work is not listed block by block)', async () => {
+    const huge = { numDense: 2, tables: [{ vocabularySize: 100 }], numSamples: 2 ** 50, seed: 3 };
+    const first = async (ds: hb.data.Dataset<hb.data.Features, hb.data.Labels>) => {
+      for await (const b of ds.batch(64)) return b;
+      throw new Error('no batch');
+    };
+    expect((await first(hb.data.Dataset.synthetic(huge))).labels).toHaveLength(64);
+    // Rows depend on their index only: the first rows of a 2^50-row set are the first rows of a small one.
+    const small = rowsOf([await first(hb.data.Dataset.synthetic({ ...huge, numSamples: 64 }))]);
+    expect(rowsOf([await first(hb.data.Dataset.synthetic(huge))])).toEqual(small);
+    expect((await first(hb.data.Dataset.synthetic({ ...huge, partitionCount: 3, partitionIndex: 2 }))).labels).toHaveLength(64);
+  });
+
   test('bad options are Errors naming the option', () => {
+    expect(() => hb.data.Dataset.synthetic({ numDense: 5000, tables: [{ vocabularySize: 10 }], numSamples: 10 })).toThrow(/numDense must be an integer in \[0, 4096\], got 5000/);
+    expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 10, hotness: 300_000 }], numSamples: 10 })).toThrow(
+      /tables\[0\]\.hotness up to 300000 makes up to 2457600000 ids in a block of 8192 rows \(blockRows\), over 2\^31 - 1/,
+    );
+    expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 10 }], numSamples: 2 ** 53 })).toThrow(/numSamples must be a non-negative integer up to 2\^53 - 1/);
     expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 0 }], numSamples: 10 })).toThrow(/tables\[0\]\.vocabularySize/);
     expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 10, hotness: [3, 1] }], numSamples: 10 })).toThrow(/hotness/);
     expect(() => hb.data.Dataset.synthetic({ tables: [{ vocabularySize: 10, alpha: -1 }], numSamples: 10 })).toThrow(/alpha/);

@@ -4,6 +4,7 @@
 // `features`, for any of the ready-made models. SETTINGS is both the check and the help.
 import * as fs from 'fs';
 import * as path from 'path';
+import { MAX_SYNTHETIC_DENSE } from '../data/synthetic_source';
 import { closestKey } from '../option_keys';
 import { shownValue } from '../shown_value';
 
@@ -174,9 +175,11 @@ export function readTrainConfig(file?: string, command = 'train'): TrainConfig {
   config.format = check.oneOf('format', ['criteo-tsv', 'parquet'] as const);
   config.labelField = check.string('labelField') ?? config.labelField;
   config.features = check.features('features');
-  config.numDense = check.integer('numDense', 0) ?? config.numDense;
+  config.numDense = check.integer('numDense', 0, MAX_SYNTHETIC_DENSE) ?? config.numDense;
   if (given.tables !== undefined) config.tables = checkTables(given.tables, where);
-  for (const key of ['trainSamples', 'evalSamples', 'embeddingDim', 'batchSize', 'epochs', 'crossLayers'] as const) config[key] = check.integer(key, 1) ?? config[key];
+  // Generated data is numbered by row: train and eval rows together stay exact integers.
+  for (const key of ['trainSamples', 'evalSamples'] as const) config[key] = check.integer(key, 1, 2 ** 50) ?? config[key];
+  for (const key of ['embeddingDim', 'batchSize', 'epochs', 'crossLayers'] as const) config[key] = check.integer(key, 1) ?? config[key];
   for (const key of ['bottomMlp', 'topMlp', 'hiddenUnits'] as const) config[key] = check.sizes(key) ?? config[key];
   config.maxSteps = check.integer('maxSteps', 0);
   config.evalEveryNIter = check.integer('evalEveryNIter', 1) ?? config.evalEveryNIter;
@@ -258,10 +261,12 @@ class SettingChecker {
     return v;
   }
 
-  integer(key: string, min: number): number | undefined {
+  integer(key: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
     const v = this.given[key];
     if (v === undefined) return undefined;
-    if (!Number.isSafeInteger(v) || (v as number) < min) this.fail(key, `an integer >= ${min}`, v, typeof v !== 'number');
+    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) {
+      this.fail(key, max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in [${min}, ${max}]`, v, typeof v !== 'number');
+    }
     return v as number;
   }
 

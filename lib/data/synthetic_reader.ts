@@ -8,6 +8,8 @@ import type { UnitBase, WireChunk, WireColumn } from './wire';
 export interface SyntheticTask extends SyntheticSpec {
   denseNames: string[];
   labelField: string;
+  /** Rows per block handed over (a unit may hold many blocks). */
+  blockRows: number;
 }
 
 export interface SyntheticUnit extends UnitBase {
@@ -26,8 +28,14 @@ function modelFor(task: SyntheticTask): PlantedModel {
 }
 
 export async function* readSyntheticUnit(unit: SyntheticUnit, task: SyntheticTask, _context: ReadContext): AsyncGenerator<WireChunk> {
+  for (let done = 0; done < unit.rows; done += task.blockRows) {
+    yield syntheticBlock(unit.firstRow + done, Math.min(task.blockRows, unit.rows - done), task);
+  }
+}
+
+/** Rows [firstRow, firstRow + n) as one block. */
+function syntheticBlock(firstRow: number, n: number, task: SyntheticTask): WireChunk {
   const model = modelFor(task);
-  const n = unit.rows;
   const tables = task.tables;
   const dense = task.denseNames.map(() => new Float32Array(n));
   const label = new Float32Array(n);
@@ -36,7 +44,7 @@ export async function* readSyntheticUnit(unit: SyntheticUnit, task: SyntheticTas
   let words = tables.map((t) => new Uint32Array(2 * n * t.hotness[1]));
   const contribution = new Float64Array(tables.length);
   for (let i = 0; i < n; i++) {
-    const random = new RowRandom(task.seed, unit.firstRow + i);
+    const random = new RowRandom(task.seed, firstRow + i);
     let z = model.bias;
     for (let j = 0; j < dense.length; j++) {
       const x = Math.floor(Math.expm1(4 * random.next()));
@@ -71,5 +79,5 @@ export async function* readSyntheticUnit(unit: SyntheticUnit, task: SyntheticTas
     columns.push({ kind: 'ragged', values: count === ids.length ? ids : ids.slice(0, count), rowSplits: splits[t] });
   }
   words = [];
-  yield { rows: n, names: [task.labelField, ...task.denseNames, ...tables.map((t) => t.name)], columns };
+  return { rows: n, names: [task.labelField, ...task.denseNames, ...tables.map((t) => t.name)], columns };
 }

@@ -33,6 +33,11 @@ export interface SyntheticOptions extends SourceOptions {
 
 const WHERE = 'Dataset.synthetic';
 
+/** Dense features at most: each is a column of its own in every block (Criteo has 13). */
+export const MAX_SYNTHETIC_DENSE = 4096;
+/** Units of work at most: a dataset of more rows has units of many blocks each, not a list of every block. */
+const MAX_UNITS = 4096;
+
 function tableSpecs(tables: unknown): SyntheticTableSpec[] {
   if (!Array.isArray(tables)) throw new TypeError(`${WHERE}: tables must be an array of { name, vocabularySize, hotness, alpha }`);
   return tables.map((t: SyntheticTableOptions, i) => {
@@ -59,11 +64,11 @@ function tableSpecs(tables: unknown): SyntheticTableSpec[] {
   });
 }
 
-function syntheticSpec(options: SyntheticOptions): SyntheticTask {
+function syntheticSpec(options: SyntheticOptions): Omit<SyntheticTask, 'blockRows'> {
   if (options === null || typeof options !== 'object') throw new TypeError(`${WHERE}: options are required ({ numDense, tables, numSamples, seed })`);
   const numDense = options.numDense ?? 13;
-  if (!Number.isInteger(numDense) || numDense < 0) {
-    const message = `${WHERE}: numDense must be a non-negative integer`;
+  if (!Number.isInteger(numDense) || numDense < 0 || numDense > MAX_SYNTHETIC_DENSE) {
+    const message = `${WHERE}: numDense must be an integer in [0, ${MAX_SYNTHETIC_DENSE}], got ${shownValue(numDense)}`;
     throw typeof numDense === 'number' ? new RangeError(message) : new TypeError(message);
   }
   const seed = options.seed ?? 0;
@@ -83,13 +88,19 @@ function syntheticSpec(options: SyntheticOptions): SyntheticTask {
 /** Dataset.synthetic's source: its options checked, and its units (blockRows rows each). */
 export function syntheticSource(options: SyntheticOptions): SourceDescription {
   checkOptionKeys(options, [...SOURCE_OPTION_KEYS, 'numDense', 'tables', 'numSamples', 'seed', 'labelField', 'blockRows'] satisfies ReadonlyArray<keyof SyntheticOptions>, WHERE);
-  const task = syntheticSpec(options);
   const { numWorkers, partitionCount, partitionIndex, blockRows } = sourceOptions(options, WHERE);
+  const task: SyntheticTask = { ...syntheticSpec(options), blockRows };
   const numSamples = options.numSamples;
-  if (!Number.isInteger(numSamples) || numSamples < 0) {
-    const message = `${WHERE}: numSamples must be a non-negative integer`;
+  if (!Number.isSafeInteger(numSamples) || numSamples < 0) {
+    const message = `${WHERE}: numSamples must be a non-negative integer up to 2^53 - 1, got ${shownValue(numSamples)}`;
     throw typeof numSamples === 'number' ? new RangeError(message) : new TypeError(message);
   }
+  // A block's row splits are int32: its ids must fit them.
+  task.tables.forEach((t, i) => {
+    if (blockRows * t.hotness[1] > 2 ** 31 - 1) {
+      throw new RangeError(`${WHERE}: tables[${i}].hotness up to ${t.hotness[1]} makes up to ${blockRows * t.hotness[1]} ids in a block of ${blockRows} rows (blockRows), over 2^31 - 1; lower either`);
+    }
+  });
   return {
     kind: 'synthetic',
     numWorkers,
@@ -104,9 +115,12 @@ export function syntheticSource(options: SyntheticOptions): SourceDescription {
     },
     measuredIn: 'rows',
     plan: async () => {
+      // A unit is one block, or whole blocks together when there would be more than
+      // MAX_UNITS of them (a reader yields a unit's rows a block at a time).
+      const unitRows = blockRows * Math.max(1, Math.ceil(numSamples / blockRows / MAX_UNITS));
       const units: SyntheticUnit[] = [];
-      for (let first = 0; first < numSamples; first += blockRows) {
-        units.push({ index: units.length, firstRow: first, rows: Math.min(blockRows, numSamples - first) });
+      for (let first = 0; first < numSamples; first += unitRows) {
+        units.push({ index: units.length, firstRow: first, rows: Math.min(unitRows, numSamples - first) });
       }
       return { task, units };
     },
