@@ -15,9 +15,11 @@ namespace {
 
 #define HB_INTERACTION_NAMESPACE portable
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 0
+#define HB_INTERACTION_ROW_PAIRS 0
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
+#undef HB_INTERACTION_ROW_PAIRS
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // The same loops for wider vector units; no FMA, so the results do not change.
@@ -25,9 +27,11 @@ namespace {
 #pragma GCC target("avx2")
 #define HB_INTERACTION_NAMESPACE avx2
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 0
+#define HB_INTERACTION_ROW_PAIRS 0
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
+#undef HB_INTERACTION_ROW_PAIRS
 #pragma GCC pop_options
 
 // Only here are 16-float shuffles single instructions, so only here does the block's
@@ -36,9 +40,12 @@ namespace {
 #pragma GCC target("avx512f,avx512vl,prefer-vector-width=512")
 #define HB_INTERACTION_NAMESPACE avx512
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 1
+// 32 vector registers: two gradient rows' running sums at once (HB_INTERACTION_ROW_PAIRS).
+#define HB_INTERACTION_ROW_PAIRS 1
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
+#undef HB_INTERACTION_ROW_PAIRS
 #pragma GCC pop_options
 
 enum class VectorUnit { Portable, Avx2, Avx512 };

@@ -153,13 +153,39 @@ inline void interactionGradRow(const float* dz, const float* const* tj, int64_t 
   }
 }
 
-// Examples per block of the gradient: their F input rows are copied into one buffer and
-// their F gradient rows made in another, feature by feature (each input's rows for the
-// block are one run of memory), so the loops read and write contiguous rows. Reading F
-// inputs and writing F outputs example by example instead is 2F streams whose rows sit at
-// the same page offsets, where they evict each other from L1: 1.6x slower for DLRM's 27.
-// (Still ~2.5 ms slower per 4096 examples than one stacked [B, F * D] input was: the
-// copies. The concatenation and split it saves cost more; see interaction.ts.)
+// dT[i, :] and dT[i + 1, :] of one example together, each as interactionGradRow makes it
+// (its j in ascending order, j == its own row skipped): one load of each row t_j feeds
+// both, and their two sets of running sums are independent chains, so the adds' latency
+// is hidden where one row's chains alone would wait on it.
+template <int64_t kWidth>
+inline void interactionGradRowPair(const float* dz, const float* const* tj, int64_t features, int64_t i,
+                                   float* __restrict dti, float* __restrict dtNext) {
+  float first[kWidth] = {};
+  float second[kWidth] = {};
+  for (int64_t j = 0; j < features; ++j) {
+    const float* __restrict row = tj[j];
+    if (j != i) {
+      const float g = dz[j < i ? interactionPairIndex(i, j) : interactionPairIndex(j, i)];
+      for (int64_t k = 0; k < kWidth; ++k) first[k] = addRn(first[k], mulRn(g, row[k]));
+    }
+    if (j != i + 1) {
+      const float g = dz[j < i + 1 ? interactionPairIndex(i + 1, j) : interactionPairIndex(j, i + 1)];
+      for (int64_t k = 0; k < kWidth; ++k) second[k] = addRn(second[k], mulRn(g, row[k]));
+    }
+  }
+  for (int64_t k = 0; k < kWidth; ++k) dti[k] = first[k];
+  for (int64_t k = 0; k < kWidth; ++k) dtNext[k] = second[k];
+}
+
+// Examples per block of the gradient: their F input rows are copied into one buffer,
+// feature by feature (each input's rows for the block are one run of memory), so the
+// loops read contiguous rows. Reading the F inputs where they are, example by example,
+// is F streams whose rows sit at the same page offsets, where they evict each other from
+// L1 (with F output streams as well: 1.6x slower for DLRM's 27). The gradient rows are
+// written where they go, each once, whole: staging them in a second buffer and copying
+// them out cost more (DLRM's 27 x 64 at batch 4096 on a 2-vCPU EPYC VM: 4.7-5.1 -> 4.0-4.5
+// ms with the row pairs above; the concatenation a stacked [B, F * D] input needs costs
+// more than the input copy; see interaction.ts).
 constexpr int64_t kGradBlock = 16;
 
 void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGradRows dt, int64_t batch, int64_t features,
@@ -169,7 +195,6 @@ void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGrad
   const int64_t blockWork = std::max<int64_t>(1, kGradBlock * features * features * width);
   parallelFor(blocks, std::max<int64_t>(1, (int64_t(1) << 15) / blockWork), [&](int64_t k0, int64_t k1) {
     std::unique_ptr<float[]> in(new float[size_t(kGradBlock * rowWidth)]);
-    std::unique_ptr<float[]> out(new float[size_t(kGradBlock * rowWidth)]);
     std::unique_ptr<const float*[]> rows(new const float*[size_t(features)]);
     for (int64_t k = k0; k < k1; ++k) {
       const int64_t first = k * kGradBlock;
@@ -183,8 +208,21 @@ void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGrad
       for (int64_t e = 0; e < count; ++e) {
         const float* g = dz.values + (first + e) * dz.rowStride;
         for (int64_t f = 0; f < features; ++f) rows[f] = in.get() + e * rowWidth + f * width;
-        for (int64_t i = 0; i < features; ++i) {
-          float* to = out.get() + e * rowWidth + i * width;
+        int64_t i = 0;
+#if HB_INTERACTION_ROW_PAIRS
+        // 2 x 64 running sums fill 8 of the 32 vector registers.
+        if (width == 16 || width == 32 || width == 64) {
+          for (; i + 1 < features; i += 2) {
+            float* to = dt.feature[i] + (first + e) * dt.rowStride;
+            float* next = dt.feature[i + 1] + (first + e) * dt.rowStride;
+            if (width == 16) interactionGradRowPair<16>(g, rows.get(), features, i, to, next);
+            else if (width == 32) interactionGradRowPair<32>(g, rows.get(), features, i, to, next);
+            else interactionGradRowPair<64>(g, rows.get(), features, i, to, next);
+          }
+        }
+#endif
+        for (; i < features; ++i) {
+          float* to = dt.feature[i] + (first + e) * dt.rowStride;
           switch (width) {
             case 16: interactionGradRow<16>(g, rows.get(), features, i, width, to); break;
             case 32: interactionGradRow<32>(g, rows.get(), features, i, width, to); break;
@@ -192,12 +230,6 @@ void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGrad
             case 128: interactionGradRow<128>(g, rows.get(), features, i, width, to); break;
             default: interactionGradRow<0>(g, rows.get(), features, i, width, to);
           }
-        }
-      }
-      for (int64_t f = 0; f < features; ++f) {
-        for (int64_t e = 0; e < count; ++e) {
-          std::memcpy(dt.feature[f] + (first + e) * dt.rowStride, out.get() + e * rowWidth + f * width,
-                      size_t(width) * sizeof(float));
         }
       }
     }
