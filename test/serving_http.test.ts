@@ -336,6 +336,30 @@ describe('refused requests', () => {
     expect((await post(url, { instances: [row] })).status).toBe(200);
   });
 
+  test('a request not received whole within requestTimeoutMs is a 408 and gives its place back (it held it for Node\'s 5 minutes)', async () => {
+    const server = await serve(exportDirWith(1), { maxInFlight: 1, requestTimeoutMs: 400 });
+    const url = predictUrl(server);
+    const row = { x: 1, pair: [0, 0] };
+    await until(() => models.length === 1, 'the model to load');
+    // A client that sends its headers and part of its body, then nothing.
+    const slow = net.connect(server.port, '127.0.0.1');
+    let answer = '';
+    const closed = new Promise<void>((resolve) => slow.on('close', () => resolve()));
+    slow.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    slow.on('error', () => undefined);
+    try {
+      slow.write(`POST /v1/models/${MODEL}:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"inst`);
+      await until(() => answer === '' && !slow.connecting, 'the slow client to connect');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await post(url, { instances: [row] })).status).toBe(503); // its place is taken
+      await within(closed, 'the slow request to time out');
+      expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      expect((await post(url, { instances: [row] })).status).toBe(200);
+    } finally {
+      slow.destroy();
+    }
+  });
+
   test('a body over maxRequestBytes is a 413, unread: by its Content-Length, as it streams, or before 100-continue', async () => {
     const server = await serve(exportDirWith(1), { maxRequestBytes: 1024 });
     const url = new URL(predictUrl(server));
@@ -392,6 +416,7 @@ describe('refused requests', () => {
     // Options out of range are named before anything binds.
     await expect(startServer({ exportDir: exportDirWith(1), port: 0, load: loadFake, maxInFlight: 0 })).rejects.toThrow(/startServer: maxInFlight must be a whole number >= 1, got 0/);
     await expect(startServer({ exportDir: exportDirWith(1), port: -1, load: loadFake })).rejects.toThrow(/startServer: port must be a whole number >= 0, got -1/);
+    await expect(startServer({ exportDir: exportDirWith(1), port: 0, load: loadFake, requestTimeoutMs: 0 })).rejects.toThrow(/startServer: requestTimeoutMs must be a whole number >= 1, got 0/);
     await expect(startServer({ exportDir: exportDirWith(1), port: 0, load: loadFake, modelName: 'a/b' })).rejects.toThrow(/model name 'a\/b' cannot be part of/);
   });
 });

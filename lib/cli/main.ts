@@ -189,6 +189,7 @@ interface ServeFlags {
   pollIntervalMs: number;
   maxBatch: number;
   maxInFlight: number;
+  requestTimeoutMs: number;
   device?: string;
 }
 
@@ -209,6 +210,7 @@ async function serve(exportDir: string, flags: ServeFlags): Promise<void> {
     pollIntervalMs: flags.pollIntervalMs,
     maxBatch: flags.maxBatch,
     maxInFlight: flags.maxInFlight,
+    requestTimeoutMs: flags.requestTimeoutMs,
     load: (dir) => loadModel(dir, { device: flags.device }),
     log: (line) => console.error(`hb-ts serve: ${line}`),
     // The first version is announced once the address is known (below); later ones as they swap in.
@@ -321,6 +323,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--poll-interval-ms <ms>', 'how often exportDir is looked at for a newer version', integerOption('--poll-interval-ms'), 1000)
     .option('--max-batch <n>', 'examples one predict request may hold at most', integerOption('--max-batch'), 4096)
     .option('--max-in-flight <n>', 'predict requests read or answered at once, at most (more get a 503)', integerOption('--max-in-flight'), 64)
+    .option('--request-timeout-ms <ms>', 'a request not received whole in this long gets a 408 and its connection closed', integerOption('--request-timeout-ms'), 30_000)
     .option('--device <device>', "where the model runs: 'cpu', 'cuda', 'cuda:N' (default: the current device)")
     .action((exportDir: string, flags: ServeFlags) => serve(exportDir, flags));
   withLaunchOptions(

@@ -39,6 +39,12 @@ export interface ServerOptions {
    */
   maxInFlight?: number;
   /**
+   * A request not received whole (headers and body) this long after it began is answered
+   * 408 and its connection closed, so a client that sends slowly cannot hold one of
+   * maxInFlight's places for long (Node's own limit is 5 minutes). Default 30000.
+   */
+  requestTimeoutMs?: number;
+  /**
    * A version whose load failed is tried again this long after (a passing failure: device
    * memory still held by the old version, a network filesystem's hiccup), up to
    * maxLoadRetries times, and at once when its directory changes. Defaults 60000 and 5,
@@ -66,7 +72,7 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-const DEFAULTS = { host: '127.0.0.1', port: 8501, pollIntervalMs: 1000, maxRequestBytes: 16 * 1024 * 1024, maxBatch: 4096, maxInFlight: 64, loadRetryMs: 60_000, maxLoadRetries: 5 };
+const DEFAULTS = { host: '127.0.0.1', port: 8501, pollIntervalMs: 1000, maxRequestBytes: 16 * 1024 * 1024, maxBatch: 4096, maxInFlight: 64, requestTimeoutMs: 30_000, loadRetryMs: 60_000, maxLoadRetries: 5 };
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** An answer other than 200, with TF Serving's `{"error": message}` body. */
@@ -142,6 +148,7 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
   const maxRequestBytes = options.maxRequestBytes ?? DEFAULTS.maxRequestBytes;
   const maxBatch = options.maxBatch ?? DEFAULTS.maxBatch;
   const maxInFlight = options.maxInFlight ?? DEFAULTS.maxInFlight;
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs;
   const loadRetryMs = options.loadRetryMs ?? DEFAULTS.loadRetryMs;
   const maxLoadRetries = options.maxLoadRetries ?? DEFAULTS.maxLoadRetries;
   // A failing log must not stop a swap or a shutdown half way.
@@ -157,6 +164,7 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
     ['maxRequestBytes', maxRequestBytes, 1],
     ['maxBatch', maxBatch, 1],
     ['maxInFlight', maxInFlight, 1],
+    ['requestTimeoutMs', requestTimeoutMs, 1],
     ['loadRetryMs', loadRetryMs, 0],
     ['maxLoadRetries', maxLoadRetries, 0],
     ['port', options.port ?? DEFAULTS.port, 0],
@@ -479,7 +487,11 @@ export async function startServer(options: ServerOptions): Promise<ModelServer> 
       });
   };
 
-  const server = http.createServer(onRequest);
+  // Node checks for requests over their time this often: a fraction of the limit.
+  const server = http.createServer(
+    { requestTimeout: requestTimeoutMs, headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, Math.ceil(requestTimeoutMs / 4)) },
+    onRequest,
+  );
   // A client that asks before sending a large body learns of the 413 without sending it.
   server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (!(Number(req.headers['content-length']) > maxRequestBytes)) res.writeContinue();
