@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // npm run fuzz [-- --seed N --seconds S --targets a,b]: hostile inputs into every public
-// native entry point, corrupted checkpoints and data files, and kills during saves,
-// for a time budget. The cases run in a child process (fuzz/worker.js), so a crash is
+// native entry point, corrupted checkpoints, data files, exports and configs, hostile
+// serving requests, and kills during saves, for a time budget. The cases run in a child process (fuzz/worker.js), so a crash is
 // seen as the child dying by a signal, and a hang as a case that never settles; the
 // runner restarts the child after either and goes on with the next case.
 //

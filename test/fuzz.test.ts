@@ -1,5 +1,6 @@
 // A slice of `npm run fuzz` (fuzz/run.js): hostile inputs into every public native
-// entry point, corrupted checkpoints and data files, and saves killed half-way, for
+// entry point, corrupted checkpoints, data files, exports and configs, hostile serving
+// requests, and saves killed half-way, for
 // HB_FUZZ_SECONDS (default 60) with a fixed seed. Any crash, hang or engine error (a
 // missing check) fails the test, with the case to rerun.
 import { spawnSync } from 'child_process';
