@@ -3,6 +3,7 @@
 // and a model over every kind of feature column; concurrent predictions are merged into
 // fewer native calls without changing any; half-size tables stay close; damaged exports,
 // bad features and models that cannot be exported are refused with Errors that say why.
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -427,7 +428,27 @@ describe('what is refused', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
-  });
+    // The crash as the fuzzer found it, in a process of its own: before the fix Node ended
+    // it (an unhandled rejection) instead of the caller getting the Error.
+    const script = `
+      const hb = require(${JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'))});
+      (async () => {
+        const model = await hb.serving.loadModel(${JSON.stringify(version)});
+        const features = { I1: 'text' };
+        for (let i = 2; i <= ${numDense}; i++) features['I' + i] = [1, 2, 3, 4];
+        try {
+          await model.predict(features); // the categorical features are missing
+        } catch (error) {
+          console.log('refused: ' + error.message);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        await model.close();
+      })();`;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(0);
+    expect(child.stdout).toMatch(/^refused: /);
+  }, 60_000);
 
   test('a damaged export: a flipped byte, a truncated file, another format, no export at all', async () => {
     const copy = (edit: (dir: string) => void) => {

@@ -83,8 +83,8 @@ export async function* readSource(source: SourceDescription, stats: DatasetStats
   try {
     const { task, units } = await source.plan(pool, stats);
     const mine = partitionUnits(units, source.partitionCount, source.partitionIndex, source.measure);
-    const total = units.reduce((n, u) => n + source.measure.size(u), 0);
-    if (mine.length === 0 && total > 0) {
+    const total = mine.length === 0 ? units.reduce((n, u) => n + source.measure.size(u), 0) : 0;
+    if (total > 0) {
       // More partitions than rows leave some with nothing, which would otherwise look like
       // an empty dataset (an empty input is empty for every partition, as for one).
       throw new Error(
