@@ -20,7 +20,8 @@
         'CLANG_CXX_LANGUAGE_STANDARD': 'c++17',
         'OTHER_CPLUSPLUSFLAGS': ['-ffp-contract=off']
       },
-      'libraries': ['-lpthread', '-ldl'],
+      # -lrt: shm_open lives in librt before glibc 2.34 (an empty stub after).
+      'libraries': ['-lpthread', '-ldl', '-lrt'],
       # See CMakeLists.txt: the addon's threads outlive worker environments.
       'ldflags': ['-Wl,-z,nodelete']
     }

@@ -386,7 +386,7 @@ export interface NativeAddon {
   distBroadcast(tensor: NativeTensorHandle, root: number): Promise<NativeTensorHandle>;
   distBarrier(): Promise<void>;
   /** What this rank's collectives moved since init (payload bytes) and the seconds spent in them. */
-  distStats(): { collectives: number; bytesSent: number; bytesReceived: number; seconds: number };
+  distStats(): { collectives: number; bytesSent: number; bytesReceived: number; seconds: number; transport: 'shm' | 'tcp' | 'nccl' | 'local'; whyNotSharedMemory?: string };
 
   /** A compiled graph (lib/graph/plan_spec.ts) as a native plan; `params` are bound to spec.params in order. */
   planCreate(spec: PlanSpec, params: NativeTensorHandle[]): NativePlan;

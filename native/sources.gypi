@@ -83,6 +83,7 @@
       "native/kernels/finite_check_cpu.cc",
       "native/distribute/tcp_store.cc",
       "native/distribute/local_communicator.cc",
+      "native/distribute/shared_memory_communicator.cc",
       "native/distribute/process_group.cc",
       "native/distribute/collectives.cc",
       "native/distribute/world.cc",

@@ -45,11 +45,12 @@ function resultOf(stdout: string): any {
 
 describeGloo('collectives over Gloo between processes', () => {
   const gpus = hb.backend().cuda.deviceCount;
-  const worlds: Array<[number, string]> = [[2, 'gloo'], [3, 'gloo']];
+  // Ranks on one machine share memory unless HB_COMM_SHM=0 sends them over Gloo's TCP.
+  const worlds: Array<[number, string, string]> = [[2, 'gloo', 'shm'], [3, 'gloo', 'shm'], [2, 'gloo', 'tcp'], [3, 'gloo', 'tcp']];
   // One process per GPU (the launcher shows each its own), where there are 2 or more.
-  if (gpus >= 2 && hb.backend().nccl.loaded) worlds.push([Math.min(gpus, 3), 'nccl']);
-  test.each(worlds)('every collective, dtype and op over %i processes (%s)', async (W, backend) => {
-    const env = backend === 'nccl' ? { HB_DEVICE: 'cuda' } : { HB_DEVICE: 'cpu' };
+  if (gpus >= 2 && hb.backend().nccl.loaded) worlds.push([Math.min(gpus, 3), 'nccl', 'nccl']);
+  test.each(worlds)('every collective, dtype and op over %i processes (%s, %s)', async (W, backend, transport) => {
+    const env = backend === 'nccl' ? { HB_DEVICE: 'cuda' } : { HB_DEVICE: 'cpu', ...(transport === 'tcp' ? { HB_COMM_SHM: '0' } : {}) };
     const run = await runNode(launchArgs(W, 'collectives'), { env, timeoutMs: 90_000 });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -58,6 +59,7 @@ describeGloo('collectives over Gloo between processes', () => {
     const sum = W * (W + 1) / 2;
     for (const [q, out] of results) {
       expect(out.context).toEqual({ rank: q, worldSize: W, localRank: q, localWorldSize: W, device: backend === 'nccl' ? 'cuda:0' : 'cpu', backend });
+      expect(out.transport).toEqual(transport === 'tcp' ? { transport, whyNotSharedMemory: 'rank 0 does not take part (HB_COMM_SHM=0)' } : { transport });
       for (const dtype of ['float32', 'float64', 'int32', 'int64']) {
         const asDtype = (xs: number[]) => (dtype === 'int64' ? xs.map(String) : xs);
         expect(out[`allreduce/${dtype}/sum`]).toEqual({ dtype, shape: [3], values: asDtype([sum, -2 * sum, 7 * W]) });
@@ -90,6 +92,25 @@ describeGloo('collectives over Gloo between processes', () => {
       }
       expect(out.fromAllButRank0).toEqual({ recvCounts: [0, ...Array(W - 1).fill(1)], shape: [W - 1] });
       expect(out.empty).toEqual({ recvCounts: Array(W).fill(0), shape: [0, 4] });
+      expect(out.emptyOthers).toEqual({ allreduce: [0, 3], allgather: [0, 3], broadcast: [0, 3] });
+    }
+    // The segment's name went as soon as every rank had mapped it: nothing is left in /dev/shm.
+    if (fs.existsSync('/dev/shm')) expect(fs.readdirSync('/dev/shm').filter((n) => n.startsWith(`hb-ts-${results.get(0).pid}-`))).toEqual([]);
+  });
+
+  test('one rank that sets HB_COMM_SHM=0 sends the whole job over TCP, and every rank says why', async () => {
+    const port = await freePort();
+    const ranks = [0, 1].map((rank) =>
+      startNode([workerPath, 'collectives'], {
+        env: { RANK: String(rank), WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), ...(rank === 1 ? { HB_COMM_SHM: '0' } : {}) },
+        timeoutMs: 60_000,
+      }),
+    );
+    for (const rank of await Promise.all(ranks.map((r) => r.done))) {
+      expect(rank.code).toBe(0);
+      const out = resultOf(rank.stdout);
+      expect(out.transport).toEqual({ transport: 'tcp', whyNotSharedMemory: 'rank 1 does not take part (HB_COMM_SHM=0)' });
+      expect(out['allreduce/float32/sum'].values).toEqual([3, -6, 14]);
     }
   });
 
@@ -105,17 +126,20 @@ describeGloo('collectives over Gloo between processes', () => {
     expect(shares.flat().sort((a, b) => a - b)).toEqual([...all].sort((a, b) => a - b));
   });
 
-  test('a 64 MiB message each way arrives whole (alltoallv and allreduce)', async () => {
-    const run = await runNode(launchArgs(2, 'large'), { timeoutMs: 120_000 });
+  test.each([[2, 'shm'], [3, 'shm'], [2, 'tcp']])('a 64 MiB message each way arrives whole (alltoallv and allreduce) over %i processes (%s)', async (W, transport) => {
+    const run = await runNode(launchArgs(W, 'large'), { env: transport === 'tcp' ? { HB_COMM_SHM: '0' } : {}, timeoutMs: 120_000 });
     expect(run.code).toBe(0);
     const results = resultsByRank(run.stdout);
-    expect(results.size).toBe(2);
+    expect(results.size).toBe(W);
     for (const [, out] of results) {
+      expect(out.transport).toBe(transport);
       expect(out.bytes).toBeGreaterThanOrEqual(64 << 20);
       expect(out.wrong).toBe(0);
-      expect(out.firstSum).toBe(0 + 1e6); // rank 0's row 0 (0) + rank 1's row 0 (1e6)
-      expect(out.lastRowSum).toBe(1e6 + 2 * (out.rows - 1));
-      expect(out.lastRowMax).toBe(1e6 + out.rows - 1);
+      // Rank r's row i starts with r * 1e6 + i.
+      const ranksSum = (1e6 * W * (W - 1)) / 2;
+      expect(out.firstSum).toBe(ranksSum);
+      expect(out.lastRowSum).toBe(ranksSum + W * (out.rows - 1));
+      expect(out.lastRowMax).toBe(1e6 * (W - 1) + out.rows - 1);
       expect(out.zeros).toBe(0);
     }
   });
@@ -147,8 +171,8 @@ describeGloo('collectives over Gloo between processes', () => {
     }
   });
 
-  test('a peer killed mid-run: the others fail with an Error naming it, soon, not at the timeout', async () => {
-    const ranks = await startRanks(3, 'peerDies', { HB_COMM_TIMEOUT_MS: '30000' });
+  test.each(['shm', 'tcp'])('a peer killed mid-run: the others fail with an Error naming it, soon, not at the timeout (%s)', async (transport) => {
+    const ranks = await startRanks(3, 'peerDies', { HB_COMM_TIMEOUT_MS: '30000', ...(transport === 'tcp' ? { HB_COMM_SHM: '0' } : {}) });
     const finished = await Promise.all(ranks.map((r) => r.done));
     expect(finished[1].signal).toBe('SIGKILL');
     for (const r of [0, 2]) {
@@ -164,8 +188,8 @@ describeGloo('collectives over Gloo between processes', () => {
     }
   });
 
-  test('a peer that never reaches the collective: an HB_ERR_TIMEOUT Error after HB_COMM_TIMEOUT_MS', async () => {
-    const [rank0, rank1] = await startRanks(2, 'peerStuck', { HB_COMM_TIMEOUT_MS: '1500' });
+  test.each(['shm', 'tcp'])('a peer that never reaches the collective: an HB_ERR_TIMEOUT Error after HB_COMM_TIMEOUT_MS (%s)', async (transport) => {
+    const [rank0, rank1] = await startRanks(2, 'peerStuck', { HB_COMM_TIMEOUT_MS: '1500', ...(transport === 'tcp' ? { HB_COMM_SHM: '0' } : {}) });
     const finished = await rank0.done;
     rank1.child.kill('SIGKILL');
     const out = resultOf(finished.stdout);

@@ -74,6 +74,13 @@ export interface ExchangeStats {
   bytesReceived: number;
   /** Time spent inside them, waiting for the other ranks included. */
   seconds: number;
+  /**
+   * How the bytes travel: 'shm' (backend 'gloo', every rank on this machine: one shared
+   * memory segment), 'tcp' (backend 'gloo' otherwise, or with HB_COMM_SHM=0), 'nccl' or 'local'.
+   */
+  transport: 'shm' | 'tcp' | 'nccl' | 'local';
+  /** With transport 'tcp': why the ranks did not use shared memory. */
+  whyNotSharedMemory?: string;
 }
 
 /** What this rank's collectives have moved since init(), and the time they took. */

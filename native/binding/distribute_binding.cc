@@ -289,10 +289,14 @@ Napi::Value distBarrier(const Napi::CallbackInfo& info) {
       [](Napi::Env env, int) -> Napi::Value { return env.Undefined(); });
 }
 
-// distStats() -> { collectives, bytesSent, bytesReceived, seconds } of this rank's group.
+// distStats() -> { collectives, bytesSent, bytesReceived, seconds, transport[, whyNotSharedMemory] }
+// of this rank's group.
 Napi::Value distStats(const Napi::CallbackInfo& info) {
-  const distribute::ExchangeStats stats = currentGroup("stats")->stats();
+  const auto group = currentGroup("stats");
+  const distribute::ExchangeStats stats = group->stats();
   Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("transport", group->transport());
+  if (group->transport() == "tcp") out.Set("whyNotSharedMemory", group->whyNotSharedMemory());
   out.Set("collectives", double(stats.collectives));
   out.Set("bytesSent", double(stats.bytesSent));
   out.Set("bytesReceived", double(stats.bytesReceived));

@@ -2,7 +2,8 @@
 // of tensors: native/distribute/collectives.cc checks what the ranks agree on, converts
 // wire dtypes and sizes the outputs, then calls one of these.
 //
-// Implementations: local (world of 1, no copies), gloo (CPU memory over TCP) and nccl
+// Implementations: local (world of 1, no copies), gloo (CPU memory: shared memory between
+// ranks on one machine, else Gloo over TCP) and nccl
 // (CUDA memory; cuda/nccl_communicator.cc). Calls block, run on the process group's
 // own thread one at a time, and throw hb::Error (ErrorCode::Communication or Timeout)
 // when a peer fails; after that the communicator is not used again.
@@ -29,6 +30,8 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual const char* backend() const = 0;
+  // How its bytes travel: "shm" or "tcp" for gloo, else the backend's name.
+  virtual const char* transport() const { return backend(); }
   // Where the buffers it takes must live: the host, or this process's CUDA device.
   virtual Device device() const = 0;
 
@@ -45,6 +48,9 @@ class Communicator {
                          const std::vector<int64_t>& recvBytes) = 0;
   virtual void broadcast(void* data, int64_t bytes, int root) = 0;
   virtual void barrier() = 0;
+  // This rank's group has broken: tell peers that wait for it, where the transport can
+  // (a closed connection already does for Gloo's TCP).
+  virtual void abort() {}
 };
 
 struct CommunicatorConfig {

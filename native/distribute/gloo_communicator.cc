@@ -18,6 +18,7 @@
 
 #include "native/core/status.h"
 #include "native/distribute/communicator.h"
+#include "native/distribute/rank_order_reduce.h"
 #include "native/distribute/tcp_store.h"
 
 namespace hb {
@@ -69,9 +70,13 @@ class GlooCommunicator : public Communicator {
   }
 
   const char* backend() const override { return "gloo"; }
+  const char* transport() const override { return "tcp"; }
   Device device() const override { return Device::cpu(); }
 
+  // Gloo divides by the element count in places: a collective of nothing (which every
+  // rank agrees on, from the headers) dies of SIGFPE there, so it returns at once.
   void allgatherHost(const void* mine, void* all, size_t bytes) override {
+    if (bytes == 0) return;
     gloo::AllgatherOptions options(context_);
     options.setInput(nonNull(static_cast<char*>(const_cast<void*>(mine))), bytes);
     options.setOutput(nonNull(static_cast<char*>(all)), bytes * size_t(config_.worldSize));
@@ -79,6 +84,7 @@ class GlooCommunicator : public Communicator {
   }
 
   void allreduce(void* data, int64_t count, DType dtype, ReduceOp op) override {
+    if (count == 0) return;
     const size_t bytes = size_t(count) * dtypeSize(dtype);
     if (bytes <= kGatherReduceBytes && bytes * size_t(config_.worldSize) <= 4 * kGatherReduceBytes) {
       // Small: one allgather and a local reduction in rank order. One round trip
@@ -99,6 +105,7 @@ class GlooCommunicator : public Communicator {
   }
 
   void allgatherv(const void* in, void* out, const std::vector<int64_t>& bytesPerRank) override {
+    if (std::all_of(bytesPerRank.begin(), bytesPerRank.end(), [](int64_t b) { return b == 0; })) return;
     gloo::AllgathervOptions options(context_);
     options.setInput(nonNull(static_cast<char*>(const_cast<void*>(in))), size_t(bytesPerRank[size_t(config_.rank)]));
     options.setOutput(nonNull(static_cast<char*>(out)), std::vector<size_t>(bytesPerRank.begin(), bytesPerRank.end()));
@@ -114,6 +121,7 @@ class GlooCommunicator : public Communicator {
   }
 
   void broadcast(void* data, int64_t bytes, int root) override {
+    if (bytes == 0) return;
     gloo::BroadcastOptions options(context_);
     options.setOutput(nonNull(static_cast<char*>(data)), size_t(bytes));
     options.setRoot(root);
@@ -132,32 +140,9 @@ class GlooCommunicator : public Communicator {
     const size_t bytes = size_t(count) * dtypeSize(dtype);
     std::vector<char> all(bytes * size_t(config_.worldSize));
     allgatherHost(data, all.data(), bytes);
-    switch (dtype) {
-      case DType::Float32: reduceInRankOrder<float>(all.data(), data, count, op); break;
-      case DType::Float64: reduceInRankOrder<double>(all.data(), data, count, op); break;
-      case DType::Int32: reduceInRankOrder<int32_t>(all.data(), data, count, op); break;
-      case DType::Int64: reduceInRankOrder<int64_t>(all.data(), data, count, op); break;
-      default: fail("allreduce: gloo cannot reduce ", dtypeName(dtype));
-    }
-    if (op == ReduceOp::Mean) divideBy(data, count, dtype, config_.worldSize);
-  }
-
-  // Every rank reduces the same values in the same order: identical bits everywhere.
-  template <typename T>
-  void reduceInRankOrder(const char* all, void* out, int64_t count, ReduceOp op) {
-    const T* first = reinterpret_cast<const T*>(all);
-    T* result = static_cast<T*>(out);
-    std::copy(first, first + count, result);
-    for (int r = 1; r < config_.worldSize; ++r) {
-      const T* x = first + size_t(r) * size_t(count);
-      if (op == ReduceOp::Max) {
-        for (int64_t i = 0; i < count; ++i) result[i] = std::max(result[i], x[i]);
-      } else if (op == ReduceOp::Min) {
-        for (int64_t i = 0; i < count; ++i) result[i] = std::min(result[i], x[i]);
-      } else {
-        for (int64_t i = 0; i < count; ++i) result[i] += x[i];
-      }
-    }
+    std::vector<const void*> inputs(size_t(config_.worldSize));
+    for (int r = 0; r < config_.worldSize; ++r) inputs[size_t(r)] = all.data() + size_t(r) * bytes;
+    reduceInRankOrder(inputs.data(), config_.worldSize, data, count, dtype, op, "gloo");
   }
 
   static void divideBy(void* data, int64_t count, DType dtype, int worldSize) {

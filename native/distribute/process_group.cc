@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "native/core/status.h"
+#include "native/distribute/shared_memory_communicator.h"
 
 namespace hb {
 namespace distribute {
@@ -41,6 +42,7 @@ ProcessGroup::ProcessGroup(const ProcessGroupConfig& config) : config_(config) {
     HB_CHECK(config.worldSize == 1, "distribute.init: backend 'local' is for a world of 1 process, WORLD_SIZE is ",
              config.worldSize, "; use 'gloo' (CPU) or 'nccl' (GPU)");
     communicator_ = makeLocalCommunicator(comm);
+    transport_ = communicator_->transport();
     return;
   }
   HB_CHECK(config.backend == "gloo" || config.backend == "nccl", "distribute.init: backend must be 'local', 'gloo' or 'nccl', got '",
@@ -50,7 +52,13 @@ ProcessGroup::ProcessGroup(const ProcessGroupConfig& config) : config_(config) {
   if (config.rank == 0) server_ = std::make_unique<TcpStoreServer>(config.masterAddr, config.masterPort);
   store_ = std::make_unique<TcpStoreClient>(config.masterAddr, config.masterPort, config.rank, config.timeout);
   awaitArrivals();
-  communicator_ = config.backend == "gloo" ? makeGlooCommunicator(comm, *store_) : makeNcclCommunicator(comm, *store_);
+  if (config.backend == "gloo") {
+    communicator_ = makeSharedMemoryCommunicator(comm, *store_, whyNotSharedMemory_);
+    if (!communicator_) communicator_ = makeGlooCommunicator(comm, *store_);
+  } else {
+    communicator_ = makeNcclCommunicator(comm, *store_);
+  }
+  transport_ = communicator_->transport();
 }
 
 ProcessGroup::~ProcessGroup() {
@@ -177,6 +185,8 @@ std::vector<int> ProcessGroup::ranksAbsentFrom(const char* name, uint64_t sequen
 void ProcessGroup::markBroken(const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (broken_.empty()) broken_ = why;
+  // This rank is out of step from here: its peers stop waiting for it.
+  if (communicator_) communicator_->abort();
 }
 
 void ProcessGroup::shutdown() {

@@ -62,6 +62,10 @@ class ProcessGroup {
   // Valid until shutdown(); collectives reach it only after beginCollective.
   Communicator& communicator() { return *communicator_; }
   const std::string& backend() const { return config_.backend; }
+  // How the communicator moves bytes ("shm", "tcp", "nccl", "local"), fixed at init;
+  // for gloo over TCP, why not shared memory.
+  const std::string& transport() const { return transport_; }
+  const std::string& whyNotSharedMemory() const { return whyNotSharedMemory_; }
 
   // The number of this collective among those called on this rank, from 1. Throws when
   // an earlier one failed in transport (the communicator cannot be trusted after that).
@@ -111,6 +115,8 @@ class ProcessGroup {
   ExchangeStats stats_;
   uint64_t sequence_ = 0;
   std::string broken_;  // why the group cannot be used any more
+  std::string transport_;
+  std::string whyNotSharedMemory_;
 };
 
 // The queue a process group's work runs on.
