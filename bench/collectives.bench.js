@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// hb.distribute's alltoallv and allreduce between 2 local processes over Gloo (TCP on
-// loopback), 1 KiB to 64 MiB per rank, next to a plain loopback TCP exchange of the
-// same bytes between the same two processes (node's net sockets, both directions at
-// once), interleaved in one run.
+// hb.distribute's alltoallv and allreduce between 2 local processes, over shared memory
+// (what ranks on one machine use) and over Gloo's TCP on loopback (HB_COMM_SHM=0), 1 KiB
+// to 64 MiB per rank, next to a plain loopback TCP exchange of the same bytes between
+// the same two processes (node's net sockets, both directions at once), interleaved in
+// one run.
 //
 // Bandwidths are bytes that cross between the processes, per direction, per second:
 // alltoallv of S bytes per rank sends S/2 to the peer (the other half stays), so the
@@ -19,6 +20,8 @@ const { describeMachine } = require('./machine');
 const { option } = require('./options');
 const { timeInterleaved } = require('./timing');
 const { record } = require('./report');
+const { freePort } = require('../dist/distribute/launch');
+const { rendezvousFromEnv } = require('../dist/distribute/rendezvous_env');
 
 const iters = option('iters', 20);
 const maxMiB = option('max-mib', 64);
@@ -75,10 +78,9 @@ async function connectPeers(rank) {
   return { exchange, close: () => (socket.destroy(), server && server.close()) };
 }
 
-async function worker() {
-  const { rank, worldSize } = await d.init();
-  if (worldSize !== 2) throw new Error('collectives.bench.js runs on 2 processes');
-  const tcp = await connectPeers(rank);
+// Times both transports of the 'gloo' backend: shared memory (the default for ranks on
+// one machine) and Gloo's TCP (HB_COMM_SHM=0), each in a process group of its own.
+async function measureTransport(rank, tcp) {
   const rows = [];
   for (const bytes of sizes()) {
     const floats = bytes / 4;
@@ -96,25 +98,45 @@ async function worker() {
     );
     rows.push({ bytes, alltoallv, allreduce, plain });
   }
-  tcp.close();
-  if (rank === 0) {
-    console.log(describeMachine(hb) + '; 2 processes over Gloo (loopback TCP)');
-    const fmt = (b) => (b >= 1 << 20 ? `${b / (1 << 20)} MiB` : `${b / 1024} KiB`);
-    const gbps = (bytes, s) => (bytes / s / 1e9).toFixed(3);
-    console.log('bytes/rank   alltoallv GB/s  (x tcp)   allreduce GB/s  (x tcp)   plain TCP GB/s   alltoallv us   allreduce us   tcp us');
-    for (const r of rows) {
-      const tcpBw = r.bytes / 2 / r.plain;
-      const a2a = r.bytes / 2 / r.alltoallv;
-      const ar = r.bytes / r.allreduce;
-      console.log(
-        `${fmt(r.bytes).padStart(10)}   ${gbps(r.bytes / 2, r.alltoallv).padStart(14)}  ${('x' + (a2a / tcpBw).toFixed(2)).padStart(7)}   ${gbps(r.bytes, r.allreduce).padStart(14)}  ${('x' + (ar / tcpBw).toFixed(2)).padStart(7)}   ${gbps(r.bytes / 2, r.plain).padStart(14)}   ${(r.alltoallv * 1e6).toFixed(0).padStart(12)}   ${(r.allreduce * 1e6).toFixed(0).padStart(12)}   ${(r.plain * 1e6).toFixed(0).padStart(6)}`,
-      );
-      const tcp = 'plain loopback TCP exchange';
-      record({ workload: `alltoallv, ${fmt(r.bytes)}/rank, 2 processes vs TCP`, value: a2a / 1e9, baseline: tcpBw / 1e9, unit: 'GB/s', baselineName: tcp });
-      record({ workload: `allreduce, ${fmt(r.bytes)}/rank, 2 processes vs TCP`, value: ar / 1e9, baseline: tcpBw / 1e9, unit: 'GB/s', baselineName: tcp });
-    }
+  return rows;
+}
+
+async function worker() {
+  const results = {};
+  let tcp;
+  let rendezvous = rendezvousFromEnv();
+  for (const transport of ['shm', 'tcp']) {
+    process.env.HB_COMM_SHM = transport === 'tcp' ? '0' : '1';
+    const { rank, worldSize } = await d.init({ rendezvous });
+    if (worldSize !== 2) throw new Error('collectives.bench.js runs on 2 processes');
+    if (d.stats().transport !== transport) throw new Error(`asked for ${transport}, got ${d.stats().transport} (${d.stats().whyNotSharedMemory})`);
+    tcp = tcp ?? (await connectPeers(rank));
+    results[transport] = await measureTransport(rank, tcp);
+    // The next group meets at a port of its own: this one's store may still be closing.
+    const port = await d.broadcast(hb.tensor(new Int32Array([rank === 0 ? await freePort() : 0]), [1]), { root: 0 });
+    rendezvous = { ...rendezvous, masterPort: (await port.data())[0] };
+    await d.shutdown();
   }
-  await d.shutdown();
+  tcp.close();
+  if (hb.distribute.context().rank !== 0) return;
+  console.log(describeMachine(hb) + '; 2 processes, hb.distribute over shared memory and over Gloo (loopback TCP), and a plain loopback TCP exchange');
+  const fmt = (b) => (b >= 1 << 20 ? `${b / (1 << 20)} MiB` : `${b / 1024} KiB`);
+  const us = (s) => (s * 1e6).toFixed(0);
+  console.log('bytes/rank   alltoallv us: shm   gloo-tcp  (shm x)   allreduce us: shm   gloo-tcp  (shm x)   plain TCP us   shm alltoallv GB/s');
+  results.shm.forEach((shm, i) => {
+    const gloo = results.tcp[i];
+    const plain = Math.min(shm.plain, gloo.plain);
+    console.log(
+      `${fmt(shm.bytes).padStart(10)}   ${us(shm.alltoallv).padStart(17)}   ${us(gloo.alltoallv).padStart(8)}  ${('x' + (gloo.alltoallv / shm.alltoallv).toFixed(2)).padStart(7)}   ${us(shm.allreduce).padStart(17)}   ${us(gloo.allreduce).padStart(8)}  ${('x' + (gloo.allreduce / shm.allreduce).toFixed(2)).padStart(7)}   ${us(plain).padStart(12)}   ${(shm.bytes / 2 / shm.alltoallv / 1e9).toFixed(3).padStart(18)}`,
+    );
+    // Bandwidth crossing between the processes, per direction (alltoallv keeps half).
+    const plainBw = shm.bytes / 2 / plain;
+    for (const [transport, row] of [['shared memory', shm], ['Gloo TCP', gloo]]) {
+      const baselineName = 'plain loopback TCP exchange';
+      record({ workload: `alltoallv, ${fmt(shm.bytes)}/rank, 2 processes, ${transport} vs TCP`, value: shm.bytes / 2 / row.alltoallv / 1e9, baseline: plainBw / 1e9, unit: 'GB/s', baselineName });
+      record({ workload: `allreduce, ${fmt(shm.bytes)}/rank, 2 processes, ${transport} vs TCP`, value: shm.bytes / row.allreduce / 1e9, baseline: plainBw / 1e9, unit: 'GB/s', baselineName });
+    }
+  });
 }
 
 async function main() {
