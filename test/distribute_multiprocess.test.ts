@@ -144,6 +144,17 @@ describeGloo('collectives over Gloo between processes', () => {
     }
   });
 
+  test('shutdown() then init() again: a rank that re-joins before rank 0 has closed the first group waits for the second', async () => {
+    const run = await runNode(launchArgs(2, 'reinit'), { timeoutMs: 60_000 });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const results = resultsByRank(run.stdout);
+    expect([...results.values()]).toEqual([
+      { first: 3, second: 3, transport: 'shm' },
+      { first: 3, second: 3, transport: 'shm' },
+    ]);
+  });
+
   test('ranks that disagree all get an Error naming the collective and the ranks; the group stays usable', async () => {
     const run = await runNode(launchArgs(3, 'mismatches'), { timeoutMs: 60_000 });
     expect(run.code).toBe(0);

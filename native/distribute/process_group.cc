@@ -211,6 +211,8 @@ void ProcessGroup::shutdown() {
 }
 
 void ProcessGroup::leaveStore() {
+  // Leave first: rank 0 may close the store as soon as it sees the last shutdown key.
+  store_->leave();
   store_->set("shutdown/" + std::to_string(config_.rank), {1});
   if (config_.rank != 0) return;
   // Rank 0 serves the store: it stays until each other rank has left, or has gone.

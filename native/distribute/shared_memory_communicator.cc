@@ -13,7 +13,7 @@
 // that are out of step or disagree on sizes fail at once instead of reading garbage.
 //
 // Waiting spins briefly, then sleeps on a futex in slices, between which it checks
-// that the peers' processes are alive and have not given up (a rank whose collective
+// that the peers' processes are alive (pidfds) and have not given up (a rank whose collective
 // failed raises its `failed` flag), and the collective's deadline.
 #include "native/distribute/shared_memory_communicator.h"
 
@@ -32,6 +32,7 @@
 #if defined(__linux__)
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -145,8 +146,22 @@ inline void cpuRelax() {
 #endif
 }
 
+// A handle on a peer's process, taken while it is surely alive (it has just mapped the
+// segment), so a pid the kernel reuses later cannot pass for the peer. -1 where the
+// kernel has no pidfd_open (before Linux 5.3): processGone's pid checks then.
+int openProcessHandle(int32_t pid) {
+#if defined(SYS_pidfd_open)
+  if (pid > 0) return int(syscall(SYS_pidfd_open, pid_t(pid), 0));
+#endif
+  return -1;
+}
+
 // A process that has exited, or exited and awaits its parent (a zombie).
-bool processGone(int32_t pid) {
+bool processGone(int handle, int32_t pid) {
+  if (handle >= 0) {
+    pollfd p{handle, POLLIN, 0};  // readable once the process has exited
+    return ::poll(&p, 1, 0) > 0;
+  }
   if (pid <= 0) return false;
   if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) return true;
   const std::string stat = readSmallFile(("/proc/" + std::to_string(pid) + "/stat").c_str());
@@ -162,9 +177,15 @@ class SharedMemoryCommunicator : public Communicator {
     half_ = size_t(header->halfBytes);
     headerBytes_ = roundHeaderBytes(config.worldSize);
     me_ = config.rank;
+    for (int q = 0; q < config.worldSize; ++q) {
+      handles_.push_back(q == me_ ? -1 : openProcessHandle(control(q).pid.load(std::memory_order_acquire)));
+    }
   }
   ~SharedMemoryCommunicator() override {
     abort();  // a peer still waiting for this rank learns at once that it will not come
+    for (int handle : handles_) {
+      if (handle >= 0) ::close(handle);
+    }
     munmap(base_, bytes_);
   }
   SharedMemoryCommunicator(const SharedMemoryCommunicator&) = delete;
@@ -445,7 +466,7 @@ class SharedMemoryCommunicator : public Communicator {
   void checkPeers(int only) const {
     for (int q = 0; q < world(); ++q) {
       if (q == me_ || (only >= 0 && q != only)) continue;
-      if (processGone(control(q).pid.load(std::memory_order_relaxed))) {
+      if (processGone(handles_[size_t(q)], control(q).pid.load(std::memory_order_relaxed))) {
         failWith(ErrorCode::Communication, "shm: rank ", q, "'s process has exited");
       }
     }
@@ -466,6 +487,7 @@ class SharedMemoryCommunicator : public Communicator {
   uint32_t round_ = 0;  // the rounds this rank has run: the same on every rank
   bool failed_ = false;
   Clock::time_point deadline_;
+  std::vector<int> handles_;  // each peer's pidfd, or -1
 };
 
 size_t halfBytesFor(int worldSize) {

@@ -27,7 +27,9 @@ namespace distribute {
 
 namespace {
 
-enum StoreOp : uint8_t { kHello = 1, kSet = 2, kGet = 3, kHas = 4, kAdd = 5, kGone = 6 };
+enum StoreOp : uint8_t { kHello = 1, kSet = 2, kGet = 3, kHas = 4, kAdd = 5, kGone = 6, kLeave = 7 };
+// kHello's answers.
+constexpr char kWelcome = 1, kRankTaken = 0, kRankLeft = 2;
 
 constexpr uint32_t kMaxKeyBytes = 4096;
 constexpr uint64_t kMaxValueBytes = uint64_t(64) << 20;
@@ -144,6 +146,7 @@ struct TcpStoreServer::State {
   std::condition_variable changed;
   std::map<std::string, std::vector<char>> values;
   std::map<int, bool> connectedRanks;  // rank -> still connected
+  std::set<int> leftRanks;             // ranks that left this group (kLeave)
   std::set<int> connections;           // open client sockets
   bool stopping = false;
   int listenFd = -1;
@@ -263,11 +266,17 @@ bool TcpStoreServer::State::answer(int fd, uint8_t op, const std::string& key, c
         int32_t rank = -1;
         if (value.size() != 4) return false;
         std::memcpy(&rank, value.data(), 4);
-        reply.push_back(1);
+        reply.push_back(kWelcome);
         if (rank >= 0) {  // -1: a probe, not a rank
+          if (leftRanks.count(rank)) {
+            // This rank left the group this store serves and is joining the next one
+            // before rank 0 has closed it: it must wait for the next store.
+            reply[0] = kRankLeft;
+            break;
+          }
           auto it = connectedRanks.find(rank);
           if (it != connectedRanks.end() && it->second) {
-            reply[0] = 0;  // two processes say they are this rank
+            reply[0] = kRankTaken;  // two processes say they are this rank
             break;
           }
           *helloRank = rank;
@@ -308,6 +317,10 @@ bool TcpStoreServer::State::answer(int fd, uint8_t op, const std::string& key, c
         changed.notify_all();
         break;
       }
+      case kLeave:
+        if (*helloRank >= 0) leftRanks.insert(*helloRank);
+        reply.push_back(1);
+        break;
       case kGone:
         for (const auto& [rank, connected] : connectedRanks) {
           if (connected) continue;
@@ -329,11 +342,32 @@ bool TcpStoreServer::State::answer(int fd, uint8_t op, const std::string& key, c
 TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, std::chrono::milliseconds timeout)
     : host_(host), port_(port), timeout_(timeout) {
   const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    connectBy(deadline);
+    const char welcome = sayHello(rank);
+    if (welcome == kWelcome) return;
+    ::close(fd_);
+    fd_ = -1;
+    if (welcome != kRankLeft) {
+      failWith(ErrorCode::Communication, "rendezvous: rank ", rank, " is already connected to the store at ", endpoint(),
+               ": two processes were started with RANK=", rank);
+    }
+    // Rank 0 still serves the group this rank has just left: the next store comes
+    // once rank 0 has closed it.
+    if (Clock::now() >= deadline) {
+      failWith(ErrorCode::Timeout, "rendezvous: rank 0's store at ", endpoint(), " still served the previous group after ",
+               timeout.count(), " ms; did rank 0 call hb.distribute.shutdown()?");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void TcpStoreClient::connectBy(std::chrono::steady_clock::time_point deadline) {
   std::string why;
   // Retries: rank 0 may not have started its server yet.
   while (fd_ < 0) {
     AddressList addresses;
-    resolve(host, port, false, &addresses);
+    resolve(host_, port_, false, &addresses);
     for (addrinfo* a = addresses.head; a != nullptr && fd_ < 0; a = a->ai_next) {
       const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
       if (fd < 0) continue;
@@ -345,7 +379,7 @@ TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, std:
     }
     if (fd_ >= 0) break;
     if (Clock::now() >= deadline) {
-      failWith(ErrorCode::Timeout, "rendezvous: could not reach rank 0's store at ", endpoint(), " within ", timeout.count(),
+      failWith(ErrorCode::Timeout, "rendezvous: could not reach rank 0's store at ", endpoint(), " within ", timeout_.count(),
                " ms (", why, "); check MASTER_ADDR and MASTER_PORT and that rank 0 is running");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -355,6 +389,9 @@ TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, std:
   socklen_t length = sizeof local;
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &length);
   localAddress_ = addressString(reinterpret_cast<sockaddr*>(&local));
+}
+
+char TcpStoreClient::sayHello(int rank) {
   int32_t r = rank;
   std::vector<char> welcome;
   try {
@@ -365,13 +402,10 @@ TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, std:
     fd_ = -1;
     throw;
   }
-  if (welcome.size() != 1 || welcome[0] != 1) {
-    ::close(fd_);
-    fd_ = -1;
-    failWith(ErrorCode::Communication, "rendezvous: rank ", rank, " is already connected to the store at ", endpoint(),
-             ": two processes were started with RANK=", rank);
-  }
+  return welcome.size() == 1 ? welcome[0] : kRankTaken;
 }
+
+void TcpStoreClient::leave() { request(kLeave, "", {}, timeout_, "leave"); }
 
 TcpStoreClient::~TcpStoreClient() {
   if (fd_ >= 0) ::close(fd_);

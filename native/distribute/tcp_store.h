@@ -49,6 +49,9 @@ class TcpStoreClient {
   bool has(const std::string& key);
   // Adds `delta` to the integer at `key` (0 when unset) and returns the sum.
   int64_t add(const std::string& key, int64_t delta);
+  // This rank has left the group the store serves: a later hello from it (the next
+  // group's, while rank 0 still closes this one) is told to retry until a new store.
+  void leave();
   // Ranks that said hello and whose connection has since closed, ascending.
   std::vector<int> goneRanks(std::chrono::milliseconds timeout);
 
@@ -61,6 +64,10 @@ class TcpStoreClient {
  private:
   std::vector<char> request(uint8_t op, const std::string& key, const std::vector<char>& value,
                             std::chrono::milliseconds timeout, const char* what);
+  // Connects (fd_), retrying until the deadline.
+  void connectBy(std::chrono::steady_clock::time_point deadline);
+  // The server's answer to this rank's hello (kWelcome, kRankTaken or kRankLeft).
+  char sayHello(int rank);
 
   std::mutex mutex_;  // one request at a time per connection
   int fd_ = -1;
