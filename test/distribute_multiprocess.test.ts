@@ -324,7 +324,7 @@ describeGloo('the Estimator in a launched job', () => {
       // Rank 0 alone reports: the header, and one result over both ranks' rows.
       const done = run.stdout.split('\n').filter((l) => l.includes('done: eval loss'));
       expect(done).toHaveLength(1);
-      expect(done[0]).toMatch(/^\[rank 0\] done: eval loss [0-9.]+, eval AUC ([0-9.]+), 100 steps in [0-9.]+ s \(with evaluations\), \d+ samples\/s over 2 processes$/);
+      expect(done[0]).toMatch(/^\[rank 0\] done: eval loss [0-9.]+, eval AUC ([0-9.]+), 100 steps in [0-9.]+ s \(with evaluations\), \d+ samples\/s over 2 processes \(exchanging through shared memory\)$/);
       expect(Number(/eval AUC ([0-9.]+)/.exec(done[0])![1])).toBeGreaterThan(0.6);
       expect(run.stdout).toMatch(/^\[rank 0\] hb-ts train: DLRM, 2 tables x 16, .*, 100 steps on 2 processes \(batch 128 each\) on cpu/m);
       expect(run.stdout).not.toMatch(/\[rank 1\]/);

@@ -13,7 +13,8 @@ import { RunConfig } from '../estimator/run_config';
 import { EvalSpec, TrainSpec } from '../estimator/specs';
 import { trainAndEvaluate } from '../estimator/train_and_evaluate';
 import { launch, LaunchOptions } from '../distribute/launch';
-import { context, shutdown } from '../distribute/process_group';
+import { context, isInitialized, shutdown } from '../distribute/process_group';
+import { stats } from '../distribute/collectives';
 import { dlrmModelFn } from '../models/dlrm';
 import * as fc from '../feature_column';
 import type { ModelFn } from '../estimator/estimator';
@@ -168,7 +169,9 @@ async function train(configFile: string | undefined): Promise<void> {
   const seconds = (Date.now() - started) / 1000;
   const trained = estimator.globalStep - restoredStep;
   const resumed = restoredStep > 0 ? ` (resumed at step ${restoredStep})` : '';
-  const over = W > 1 ? ` over ${W} processes` : '';
+  // How the ranks exchanged: shared memory on one machine, else Gloo's TCP (or NCCL).
+  const transport = W > 1 && isInitialized() ? { shm: 'shared memory', tcp: "Gloo's TCP", nccl: 'NCCL', local: 'no exchange' }[stats().transport] : undefined;
+  const over = W > 1 ? ` over ${W} processes${transport ? ` (exchanging through ${transport})` : ''}` : '';
   say(`done: ${outcome}, ${trained} steps${resumed} in ${seconds.toFixed(1)} s${run.evalInput ? ' (with evaluations)' : ''}, ${Math.round((trained * config.batchSize * W) / seconds)} samples/s${over}`);
   // A job's ranks leave the export to the launcher, which reads their checkpoint whole.
   if (config.exportDir && W === 1) await exportTrained(run, configFile);
