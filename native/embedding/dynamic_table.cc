@@ -25,6 +25,11 @@ constexpr int64_t kRowMetaBytes = 5 * 8;
 // sharded lookup's ids come from every rank, repeats included) wait for that row.
 constexpr int64_t kClaimed = -4;
 
+int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? (b > 0 ? INT64_MAX : INT64_MIN) : sum;
+}
+
 uint64_t hashOf(int64_t id) { return mixBits64(uint64_t(id)); }
 
 // Address space for `bytes`, committed by the kernel page by page as it is written;
@@ -346,7 +351,8 @@ void DynamicTable::rowsFor(const int64_t* ids, const int64_t* occurrences, int64
           e = insert(s, id);
           ++fresh;
         }
-        e->count += occurrences ? occurrences[i] : 1;
+        // Saturating: a count restored from a checkpoint may sit at the top already.
+        e->count = saturatingAdd(e->count, occurrences ? occurrences[i] : 1);
         if (e->row >= 0) {
           rows[i] = e->row;
           rowSeen_[e->row] = step;
