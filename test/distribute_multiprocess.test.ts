@@ -150,8 +150,8 @@ describeGloo('collectives over Gloo between processes', () => {
     expect(run.code).toBe(0);
     const results = resultsByRank(run.stdout);
     expect([...results.values()]).toEqual([
-      { first: 3, second: 3, transport: 'shm' },
-      { first: 3, second: 3, transport: 'shm' },
+      { first: 3, second: 3, sums: [3], transport: 'shm' },
+      { first: 3, second: 3, sums: [3], transport: 'shm' },
     ]);
   });
 

@@ -203,18 +203,38 @@ void ProcessGroup::shutdown() {
     // A group that failed leaves as it can: its peers or rank 0's store may be gone.
     if (wasHealthy) failure = std::current_exception();
   }
-  // Torn down here, on the group's own thread, not wherever the last reference goes.
-  communicator_.reset();
-  store_.reset();
-  server_.reset();
+  // Torn down here, on the group's own thread, not wherever the last reference goes; and
+  // not under a collective another thread still runs (a step not awaited): that one
+  // finishes or fails first (it sees the group broken from here on). One stuck past the
+  // timeout keeps the communicator, and the group keeps it until its last reference goes.
+  std::unique_lock<std::timed_mutex> exclusive(exchangeMutex_, std::defer_lock);
+  if (exclusive.try_lock_for(config_.timeout)) {
+    std::unique_ptr<Communicator> communicator;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      communicator = std::move(communicator_);
+    }
+    communicator.reset();
+    store_.reset();
+    server_.reset();
+  }
   if (failure) std::rethrow_exception(failure);
 }
 
 void ProcessGroup::leaveStore() {
   // Leave first: rank 0 may close the store as soon as it sees the last shutdown key.
   store_->leave();
-  store_->set("shutdown/" + std::to_string(config_.rank), {1});
-  if (config_.rank != 0) return;
+  if (config_.rank != 0) {
+    try {
+      store_->set("shutdown/" + std::to_string(config_.rank), {1});
+    } catch (const Error& e) {
+      // Rank 0 saw the key and closed its store before the answer came back (or has
+      // gone): this rank has left either way.
+      if (e.code() != ErrorCode::Communication) throw;
+    }
+    return;
+  }
+  store_->set("shutdown/0", {1});
   // Rank 0 serves the store: it stays until each other rank has left, or has gone.
   const auto deadline = Clock::now() + config_.timeout;
   std::vector<bool> left(size_t(config_.worldSize), false);

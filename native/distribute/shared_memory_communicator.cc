@@ -146,9 +146,14 @@ inline void cpuRelax() {
 #endif
 }
 
-// A handle on a peer's process, taken while it is surely alive (it has just mapped the
-// segment), so a pid the kernel reuses later cannot pass for the peer. -1 where the
-// kernel has no pidfd_open (before Linux 5.3): processGone's pid checks then.
+// pidfd_open is 434 on every architecture but alpha; older headers lack the name.
+#if !defined(SYS_pidfd_open) && (defined(__x86_64__) || defined(__aarch64__))
+#define SYS_pidfd_open 434
+#endif
+
+// A handle on a peer's process, taken right after it mapped the segment, so a pid the
+// kernel reuses later cannot pass for the peer. -1 where the kernel has no pidfd_open
+// (before Linux 5.3) or the peer has already gone: processGone's pid checks then.
 int openProcessHandle(int32_t pid) {
 #if defined(SYS_pidfd_open)
   if (pid > 0) return int(syscall(SYS_pidfd_open, pid_t(pid), 0));

@@ -344,21 +344,35 @@ TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, std:
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     connectBy(deadline);
-    const char welcome = sayHello(rank);
+    char welcome;
+    try {
+      welcome = sayHello(rank, deadline);
+    } catch (const Error& e) {
+      // Rank 0 closed the store this connection reached (the previous group's, going
+      // away as this rank comes back): connect again, to the next one.
+      if (e.code() != ErrorCode::Communication || Clock::now() >= deadline) throw;
+      broken_ = false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
     if (welcome == kWelcome) return;
-    ::close(fd_);
-    fd_ = -1;
     if (welcome != kRankLeft) {
+      ::close(fd_);
+      fd_ = -1;
       failWith(ErrorCode::Communication, "rendezvous: rank ", rank, " is already connected to the store at ", endpoint(),
                ": two processes were started with RANK=", rank);
     }
-    // Rank 0 still serves the group this rank has just left: the next store comes
-    // once rank 0 has closed it.
-    if (Clock::now() >= deadline) {
+    // Rank 0 still serves the group this rank has just left: its store closes this
+    // connection when it goes; then the next store is there (or soon will be).
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+    const int ready = left > 0 ? ::poll(&p, 1, int(std::min<int64_t>(left, INT32_MAX))) : 0;
+    ::close(fd_);
+    fd_ = -1;
+    if (ready <= 0 && Clock::now() >= deadline) {
       failWith(ErrorCode::Timeout, "rendezvous: rank 0's store at ", endpoint(), " still served the previous group after ",
                timeout.count(), " ms; did rank 0 call hb.distribute.shutdown()?");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
@@ -391,12 +405,13 @@ void TcpStoreClient::connectBy(std::chrono::steady_clock::time_point deadline) {
   localAddress_ = addressString(reinterpret_cast<sockaddr*>(&local));
 }
 
-char TcpStoreClient::sayHello(int rank) {
+char TcpStoreClient::sayHello(int rank, std::chrono::steady_clock::time_point deadline) {
   int32_t r = rank;
   std::vector<char> welcome;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   try {
     welcome = request(kHello, "", std::vector<char>(reinterpret_cast<char*>(&r), reinterpret_cast<char*>(&r) + 4),
-                      timeout_, "hello");
+                      std::max(left, std::chrono::milliseconds(1)), "hello");
   } catch (...) {
     ::close(fd_);
     fd_ = -1;

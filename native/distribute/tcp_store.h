@@ -66,8 +66,9 @@ class TcpStoreClient {
                             std::chrono::milliseconds timeout, const char* what);
   // Connects (fd_), retrying until the deadline.
   void connectBy(std::chrono::steady_clock::time_point deadline);
-  // The server's answer to this rank's hello (kWelcome, kRankTaken or kRankLeft).
-  char sayHello(int rank);
+  // The server's answer to this rank's hello (kWelcome, kRankTaken or kRankLeft),
+  // waited for until the deadline.
+  char sayHello(int rank, std::chrono::steady_clock::time_point deadline);
 
   std::mutex mutex_;  // one request at a time per connection
   int fd_ = -1;
