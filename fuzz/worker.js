@@ -25,9 +25,7 @@ function say(line) {
   fs.writeSync(1, line + '\n'); // synchronous: printed before a crash can lose it
 }
 
-// Messages of errors the JS engine raises by itself: an input reached code that did not
-// check it.
-const ENGINE_ERROR = /Cannot read propert|Cannot set propert|is not a function|is not iterable|(undefined|null) is not (an object|a constructor)|Maximum call stack|Invalid array length|Invalid typed array length|out of memory/i;
+const { ENGINE_ERROR } = require('./engine_error');
 
 function classify(error, where) {
   if (!(error instanceof Error) && !(error && typeof error.message === 'string')) {

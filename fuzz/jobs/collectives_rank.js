@@ -12,7 +12,7 @@ const { rng } = require('../generate');
 
 const seed = Number(process.argv[2]);
 const d = hb.distribute;
-const ENGINE_ERROR = /Cannot read propert|Cannot set propert|is not a function|is not iterable|(undefined|null) is not (an object|a constructor)|Maximum call stack|Invalid array length|Invalid typed array length/i;
+const { ENGINE_ERROR } = require('../engine_error');
 const kinds = { f32: 'float32', f64: 'float64', i32: 'int32', i64: 'int64' };
 const arrays = { f32: Float32Array, f64: Float64Array, i32: Int32Array, i64: BigInt64Array };
 // Element counts around the transport's 4 MiB halves (in float32 / float64 elements) too.
