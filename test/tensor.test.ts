@@ -299,6 +299,37 @@ describe('hb.tensor()', () => {
     expect(held - idle).toBeGreaterThan(250); // 6 x 64 MiB read, dropped, then given back
   });
 
+  test('in a child process: a tensor dropped after the host has gone idle is freed too, not kept in the cache', () => {
+    // The host executor empties the block cache once it has idled for 2 s; a block that
+    // comes back later (a tensor disposed on the JS thread, an array collected) starts
+    // that count again instead of staying cached while nothing runs.
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const path = require('path') as typeof import('path');
+    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+    const script = `
+      const hb = require(${dist});
+      (async () => {
+        const mb = () => process.memoryUsage().rss / 2 ** 20;
+        const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+        const copies = [];
+        const base = hb.tensor(new Float32Array(16 << 20)); // 64 MiB
+        for (let i = 0; i < 4; i++) copies.push(await base.clone());
+        base.dispose();
+        await sleep(3000); // idle: the cache is emptied
+        const held = mb();
+        copies.forEach((c) => c.dispose());
+        const dropped = mb();
+        await sleep(3000);
+        console.log(JSON.stringify({ held, dropped, idle: mb() }));
+      })();`;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_HOST_CACHE_MB: '1024', HB_DEVICE: 'cpu' } });
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(0);
+    const { held, dropped, idle } = JSON.parse(child.stdout.trim());
+    expect(held - dropped).toBeLessThan(64); // disposing caches the blocks
+    expect(dropped - idle).toBeGreaterThan(200); // 4 x 64 MiB freed once idle again
+  });
+
   test('in a child process: arrays transferred and collected while ops read their tensors end normally', () => {
     const { spawnSync } = require('child_process') as typeof import('child_process');
     const path = require('path') as typeof import('path');
@@ -430,9 +461,11 @@ describe('hb.tensor()', () => {
     t.dispose();
   });
 
-  test('in a child process: reads in a loop into one array map no new pages', () => {
-    // A new array's pages are new to the process until V8 collects old arrays; one array
-    // reused is written where it is. 100 reads of 256 KiB: 64 pages each into new arrays.
+  test('in a child process: reads in a loop map few new pages, into one array or into new ones', () => {
+    // One array reused is written where it is. A new array's block is one the cache got
+    // back from an array V8 collected, or a piece of a 2 MiB page: 100 reads of 256 KiB
+    // faulted 64 pages each while new arrays were V8's own memory. Every array kept is its
+    // own: the pieces of a page must not overlap.
     const { spawnSync } = require('child_process') as typeof import('child_process');
     const path = require('path') as typeof import('path');
     const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
@@ -449,14 +482,34 @@ describe('hb.tensor()', () => {
         const into = new Float32Array(1 << 16);
         const reused = await faultsPerRead(() => t.data(into));
         const fresh = await faultsPerRead(() => t.data());
-        console.log(JSON.stringify({ reused, fresh, value: into[12345] }));
+        // A lookup loop, as a user reads results: a new [4096, 16] result each call.
+        const table = hb.variable(hb.initializers.constant(1), { shape: [100000, 16] });
+        const ids = hb.ragged(BigInt64Array.from({ length: 4096 }, (_, i) => BigInt((i * 7919) % 100000)), Int32Array.from({ length: 4097 }, (_, i) => i));
+        let lookupSum = 0;
+        const lookups = await faultsPerRead(async () => {
+          const out = await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' });
+          lookupSum += (await out.data())[4095 * 16];
+          out.dispose();
+        });
+        const kept = [];
+        for (let i = 0; i < 40; i++) {
+          const source = hb.tensor(new Float32Array(1 << 16).fill(i));
+          kept.push(await source.data());
+          source.dispose();
+        }
+        const own = kept.every((array, i) => array.every((x) => x === i));
+        console.log(JSON.stringify({ reused, fresh, lookups, lookupSum, own, value: into[12345] }));
       })();`;
     const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_DEVICE: 'cpu' } });
+    expect(child.stderr).toBe('');
     expect(child.status).toBe(0);
-    const { reused, fresh, value } = JSON.parse(child.stdout.trim());
+    const { reused, fresh, lookups, lookupSum, own, value } = JSON.parse(child.stdout.trim());
     expect(value).toBe(2);
+    expect(own).toBe(true);
+    expect(lookupSum).toBe(105);
     expect(reused).toBeLessThan(2);
-    expect(fresh).toBeGreaterThan(reused); // the case this is for
+    expect(fresh).toBeLessThan(16);
+    expect(lookups).toBeLessThan(16);
   });
 
   test('a shape getter that detaches the values cannot make the copy read freed memory', () => {

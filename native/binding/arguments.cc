@@ -1,5 +1,6 @@
 #include "native/binding/arguments.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -66,21 +67,30 @@ Napi::TypedArray typedArrayOver(Napi::Env env, Napi::ArrayBuffer buffer, size_t 
   return Array::New(env, length, buffer, 0);
 }
 
-// The block of a collected ArrayBuffer goes back through the host executor: to the cache
-// for the next step, and emptied with the cache once the executor idles (so memory still
-// goes back when JS drops an array long after the work ended).
+// A block JS holds through an ArrayBuffer, and its bytes as counted in bytesHeldByJs.
+struct HeldBlock {
+  std::shared_ptr<Buffer> block;
+  int64_t bytes;
+};
+
+// The bytes of host blocks that JS arrays hold now, in every env of the process.
+std::atomic<int64_t> bytesHeldByJs{0};
+
+// The block of a collected ArrayBuffer goes back to the cache for the next step (emptied
+// once the host executor idles, noteHostBlockCached: memory still goes back when JS drops
+// an array long after the work ended). Here, not through the executor: a task queued there
+// made the next small op queue behind it instead of running at once.
 void releasePooledBlock(napi_env, void*, void* hint) {
-  auto* block = static_cast<std::shared_ptr<Buffer>*>(hint);
-  std::shared_ptr<Buffer> held = std::move(*block);
-  delete block;
-  submitToDevice(Device::cpu(), [held]() mutable { held.reset(); });
+  auto* held = static_cast<HeldBlock*>(hint);
+  bytesHeldByJs.fetch_sub(held->bytes, std::memory_order_relaxed);
+  delete held;
 }
 
 // An ArrayBuffer over `block`'s first `bytes`, the block held until JS collects it. Empty
 // where this runtime refuses external buffers (a V8 sandbox: the finalizer is not called
 // then, so the block is ours to drop).
 Napi::ArrayBuffer externalArrayBuffer(Napi::Env env, const std::shared_ptr<Buffer>& block, size_t bytes) {
-  auto* held = new std::shared_ptr<Buffer>(block);
+  auto* held = new HeldBlock{block, 0};
   napi_value buffer = nullptr;
   const napi_status status = napi_create_external_arraybuffer(env, block->data(), bytes, releasePooledBlock, held, &buffer);
   if (status == napi_no_external_buffers_allowed) {
@@ -92,6 +102,9 @@ Napi::ArrayBuffer externalArrayBuffer(Napi::Env env, const std::shared_ptr<Buffe
   if (status != napi_ok) {
     throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
   }
+  // Counted once made: the finalizer runs on a later turn of the event loop at the soonest.
+  held->bytes = int64_t(bytes);
+  bytesHeldByJs.fetch_add(held->bytes, std::memory_order_relaxed);
   return Napi::ArrayBuffer(env, buffer);
 }
 
@@ -169,14 +182,35 @@ Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::s
   return typedArrayOrV8(env, dtype, length, pooledSize(bytes) ? pooledArrayBuffer(env, bytes, owner) : Napi::ArrayBuffer());
 }
 
-Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length) {
+Napi::TypedArray reusedTypedArray(Napi::Env env, DType dtype, size_t length) {
   const size_t bytes = length * dtypeSize(dtype);
   std::shared_ptr<Buffer> reused = pooledSize(bytes) ? Buffer::reuseHost(bytes) : nullptr;
-  Napi::TypedArray array = typedArrayOrV8(env, dtype, length, reused ? externalArrayBuffer(env, reused, bytes) : Napi::ArrayBuffer());
+  if (!reused) return Napi::TypedArray();
+  Napi::ArrayBuffer buffer = externalArrayBuffer(env, reused, bytes);
+  return buffer.IsEmpty() ? Napi::TypedArray() : typedArrayOrV8(env, dtype, length, buffer);
+}
+
+// New host blocks that JS arrays may hold before a copy made now takes V8's memory instead
+// (newTypedArrayNow). Blocks come back only through finalizers, which V8 reaches only once
+// it collects, and it collects by the memory it knows of: a loop of reads on microtasks
+// alone took a new block for every read (2000 reads of 512 KiB held 300 MiB).
+constexpr int64_t kNewBlocksHeldByJsBytes = int64_t(64) << 20;
+
+Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length) {
+  const size_t bytes = length * dtypeSize(dtype);
+  if (pooledSize(bytes)) {
+    std::shared_ptr<Buffer> block = Buffer::reuseHost(bytes);
+    if (!block && bytesHeldByJs.load(std::memory_order_relaxed) < kNewBlocksHeldByJsBytes) {
+      block = Buffer::allocate(Device::cpu(), bytes);
+    }
+    Napi::ArrayBuffer buffer = block ? externalArrayBuffer(env, block, bytes) : Napi::ArrayBuffer();
+    if (!buffer.IsEmpty()) return typedArrayOrV8(env, dtype, length, buffer);
+  }
+  Napi::TypedArray array = newV8TypedArray(env, dtype, length);
   // V8's memory for an array this large is new pages (glibc maps it fresh): mapped in one
   // call before the caller's copy rather than one fault per 4 KiB (a 1 MiB read on a
   // 2-vCPU EPYC VM: 480-580 -> 370-450 us).
-  if (!reused && pooledSize(bytes)) populateForWrite(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), bytes);
+  if (pooledSize(bytes)) populateForWrite(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), bytes);
   return array;
 }
 

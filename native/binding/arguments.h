@@ -54,12 +54,17 @@ Tensor viewTypedArray(const Napi::Value& value, const char* argument, const DTyp
 // on Node 21+ they cannot be moved in a postMessage transfer list; copies can.)
 Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::shared_ptr<Buffer>* owner = nullptr);
 
+// newTypedArray's array over a block the cache has free now (its pages mapped already);
+// empty where there is none, or the size is not one kept there.
+Napi::TypedArray reusedTypedArray(Napi::Env env, DType dtype, size_t length);
+
 // The same array for a copy made now on the JS thread: over a host block kept for reuse
-// when one is free (its pages mapped already), else in V8's memory, never over a new
-// host block. Host blocks come back only through a finalizer, which Node runs on a later
-// turn of the event loop: a loop of reads that never yields to it would otherwise take a
-// new block for every read, where V8 frees its own memory as it collects. The caller
-// writes every value: a large array in V8's memory has its pages mapped for that at once.
+// when one is free (its pages mapped already), else over a new host block while JS arrays
+// hold less than 64 MiB of them, else in V8's memory. Host blocks come back only through a
+// finalizer, which Node runs on a later turn of the event loop once V8 has collected the
+// array: a loop of reads that never yields to it would otherwise take a new block for every
+// read, where V8 frees its own memory as it collects. The caller writes every value: a
+// large array in V8's memory has its pages mapped for that at once.
 Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length);
 
 // A typed array of `length` values over a host block filled off the JS thread: large ones

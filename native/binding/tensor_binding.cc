@@ -132,9 +132,15 @@ Napi::Value tensorFill(const Napi::CallbackInfo& info) {
 
 // Reads up to this size are copied on the JS thread when the host queue is idle (1 MiB: about
 // 80 us in a loop of reads, against 170-200 us queued, on a 2-vCPU EPYC VM). Past it a
-// queued read wins: its copy runs on the pool's threads, into reused host blocks (4 MiB:
-// 330 us queued, 450 us here).
+// queued read wins where the copy lands in new pages: its copy runs on the pool's threads
+// (4 MiB: 330 us queued, 450 us here).
 constexpr size_t kInlineReadBytes = size_t(1) << 20;
+
+// Up to this size a read whose array gets a block from the cache (pages mapped already) is
+// copied here too, over the pool's threads: a 4 MiB read in a loop on a 2-vCPU EPYC VM,
+// 170 us queued against 70 us here. Larger copies are queued so that the JS thread is not
+// held for milliseconds.
+constexpr size_t kInlineReusedReadBytes = size_t(16) << 20;
 
 // The kind of typed array that holds a tensor's values, and its name.
 std::pair<napi_typedarray_type, const char*> typedArrayKindOf(DType dtype) {
@@ -210,18 +216,24 @@ Napi::Value tensorData(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Tensor source = TensorHandle::unwrap(info[0], "tensor");
   if (info.Length() > 1 && !info[1].IsUndefined()) return tensorDataInto(info, source);
-  if (!source.device().isCuda() && source.bytes() <= kInlineReadBytes && canSettleNow(env, Device::cpu())) {
+  if (!source.device().isCuda() && source.bytes() <= kInlineReusedReadBytes && canSettleNow(env, Device::cpu())) {
     // Nothing queued on the host can still write the values, and no earlier promise waits
     // to settle: copied here and now, the read skips the two thread hops of a queued one
-    // (most of a small read's time), into a reused host block when one is free.
+    // (most of a small read's time). The array takes a cached host block where one is free;
+    // a small one misses into a new host block (up to a bound) rather than V8's memory, so
+    // that it joins the blocks that come back to the cache as JS collects its arrays (V8
+    // hands its own large arrays' memory back to the OS, and every read then faulted in
+    // fresh pages: a 256 KiB read in a lookup loop, 100 us against 5 us into one array).
     JsThreadWork charged(env);
-    Napi::TypedArray array = newTypedArrayNow(env, source.dtype, size_t(source.size()));
-    if (source.bytes() > 0) {
-      std::memcpy(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), source.buffer->data(), source.bytes());
+    Napi::TypedArray array = source.bytes() <= kInlineReadBytes ? newTypedArrayNow(env, source.dtype, size_t(source.size()))
+                                                                 : reusedTypedArray(env, source.dtype, size_t(source.size()));
+    if (!array.IsEmpty()) {
+      copyBytes(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), Device::cpu(), source.buffer->data(),
+                Device::cpu(), source.bytes());
+      Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
+      read.Resolve(array);
+      return read.Promise();
     }
-    Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
-    read.Resolve(array);
-    return read.Promise();
   }
   std::shared_ptr<Buffer> owner;  // the array's block, while the copy into it may still run
   Napi::TypedArray array = newTypedArray(env, source.dtype, size_t(source.size()), &owner);

@@ -40,6 +40,16 @@ class Executor {
 
   bool isCurrentThread() const { return currentExecutor == this; }
 
+  // See noteHostBlockCached.
+  void armIdleRelease() {
+    if (!idleReleased_.load(std::memory_order_relaxed)) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      armIdleRelease_ = true;
+    }
+    wake_.notify_one();
+  }
+
   // On this executor's thread, inside the running work (see finishRunningWork).
   void finishRunning() {
     if (runningFinished_) return;
@@ -69,16 +79,23 @@ class Executor {
       }
       {
         std::unique_lock<std::mutex> lock(mutex_);
+        if (armIdleRelease_) {
+          armIdleRelease_ = false;
+          idleReleased = false;
+          idleReleased_.store(false, std::memory_order_relaxed);
+        }
         if ((ownsHostCache || ownsDevicePool) && !idleReleased) {
           if (!wake_.wait_for(lock, std::chrono::seconds(2), [&] { return !queue_.empty(); })) {
             lock.unlock();
             if (ownsHostCache) releaseIdleHostMemory();
             if (ownsDevicePool) cuda::releaseIdleDeviceMemory(device.index);
             idleReleased = true;
+            if (ownsHostCache) idleReleased_.store(true, std::memory_order_relaxed);
             continue;
           }
         } else {
-          wake_.wait(lock, [&] { return !queue_.empty(); });
+          wake_.wait(lock, [&] { return !queue_.empty() || armIdleRelease_; });
+          if (queue_.empty()) continue;  // armed again: count idle time from here
         }
         work = std::move(queue_.front());
         queue_.pop_front();
@@ -88,6 +105,7 @@ class Executor {
       work = nullptr;  // its captures go before it counts as done (unless it said so itself)
       if (!runningFinished_) outstanding_.fetch_sub(1, std::memory_order_release);
       idleReleased = false;
+      idleReleased_.store(false, std::memory_order_relaxed);
     }
   }
 
@@ -97,6 +115,8 @@ class Executor {
   std::deque<std::function<void()>> queue_;
   std::atomic<int64_t> outstanding_{0};  // submitted and not yet finished
   bool runningFinished_ = false;         // the running work has counted itself done; this thread only
+  bool armIdleRelease_ = false;          // under mutex_: noteHostBlockCached since the cache was emptied
+  std::atomic<bool> idleReleased_{true};  // the host cache was emptied and no work has run since
   std::thread thread_;
 };
 
@@ -124,6 +144,11 @@ void submitToDevice(Device device, std::function<void()> work) {
 
 void submitToQueue(const std::string& queue, Device device, std::function<void()> work) {
   executorNamed("queue:" + queue + "@" + device.str(), device).submit(std::move(work));
+}
+
+void noteHostBlockCached() {
+  static Executor& host = executorFor(Device::cpu());
+  host.armIdleRelease();
 }
 
 bool deviceIsIdle(Device device) {

@@ -39,6 +39,12 @@ bool deviceIsIdle(Device device);
 // outer work done.
 void finishRunningWork();
 
+// A host block went back to the block cache outside the host executor's work (a tensor
+// dropped on the JS thread, an array JS collected): the executor, if it has already
+// emptied the cache for being idle, starts counting idle time again, so that block is
+// freed as well once nothing more runs. Cheap where the executor has not (one load).
+void noteHostBlockCached();
+
 // Ready once everything queued on `device` so far has run. A task on another device
 // that reads this device's buffers waits on it first. No cycle can form: a marker is
 // always queued before the task that waits on it.
