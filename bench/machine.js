@@ -28,7 +28,7 @@ function hostPages() {
   } catch {
     // not Linux, or no THP
   }
-  return mode === 'madvise' || mode === 'always' ? `2 MiB for blocks >= 2 MiB (THP ${mode})` : `4 KiB (THP ${mode ?? 'absent'})`;
+  return mode === 'madvise' || mode === 'always' ? `2 MiB for blocks >= 64 KiB (THP ${mode})` : `4 KiB (THP ${mode ?? 'absent'})`;
 }
 
 const slugOf = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');

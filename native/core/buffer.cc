@@ -72,8 +72,8 @@ void* allocateHostBlock(size_t size) {
 // results in a loop take new blocks until V8 collects the old arrays (their blocks then
 // come back to the cache), so a 256 KiB result paid 64 faults: on a 2-vCPU EPYC VM, 92 us
 // to touch 256 KiB of new 4 KiB pages against 53 us for a whole 2 MiB page; 20-call loops
-// of 4096 one-id lookups of dim 16 read into new arrays, 120-170 -> 9-18 us per read
-// (medians of 5 runs; dim 64: 370-420 -> 120-135 us). The pieces not handed out wait in
+// of 4096 one-id lookups of dim 16 read into new arrays, 121-171 -> 9-18 us per read
+// (medians of 5 runs, one at 71; dim 64: 372-416 -> 118-133 us, one at 1622). The pieces not handed out wait in
 // the block cache; each is unmapped on its own when freed (Linux splits the huge page).
 // HB_HUGE_PAGES=0 cuts them from 4 KiB pages.
 constexpr size_t kCarvedBlockBytes = size_t(64) << 10;
