@@ -86,11 +86,13 @@ class Executor {
         }
         if ((ownsHostCache || ownsDevicePool) && !idleReleased) {
           if (!wake_.wait_for(lock, std::chrono::seconds(2), [&] { return !queue_.empty(); })) {
+            // Said before the cache is emptied: a block cached while it empties arms the
+            // release again rather than staying there.
+            idleReleased = true;
+            if (ownsHostCache) idleReleased_.store(true, std::memory_order_relaxed);
             lock.unlock();
             if (ownsHostCache) releaseIdleHostMemory();
             if (ownsDevicePool) cuda::releaseIdleDeviceMemory(device.index);
-            idleReleased = true;
-            if (ownsHostCache) idleReleased_.store(true, std::memory_order_relaxed);
             continue;
           }
         } else {
