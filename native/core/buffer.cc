@@ -183,12 +183,13 @@ size_t hostBlockSize(size_t bytes) {
 }
 
 // Whether the mappings blocks are cut from ask for a 2 MiB page: only while such pages
-// come cheap. A 2 MiB page's first touch is one fault (53 us on a 2-vCPU EPYC VM) where
-// memory the machine has used before backs it, but on a VM whose host has not yet backed
-// that memory it took 1-5 ms, more than the 512 faults of 4 KiB pages (about 0.7 ms): four
-// worker threads reading 1 MiB results in a loop ran at half their speed. So each such
-// mapping's first page is touched here and timed, and after a slow one the next 64
-// mappings take 4 KiB pages before a 2 MiB page is tried again.
+// come cheap. A 2 MiB page's first touch is one fault (50-150 us on a 2-vCPU EPYC VM),
+// but where the machine must first find or back the page it took 2-60 ms (a VM's host
+// backing memory it had not yet given the guest; four worker threads whose results V8
+// had not yet collected ran at half the speed they had with 4 KiB pages, whose 512 faults
+// cost about 0.7 ms). So each such mapping's page is touched here and timed: after one
+// slower than 0.5 ms the next 16 mappings take 4 KiB pages, twice as many after each slow
+// one in a row (up to 1024), and 16 again once a 2 MiB page has come fast.
 class CarvedPageChoice {
  public:
   bool huge() {
@@ -204,13 +205,21 @@ class CarvedPageChoice {
     const auto start = std::chrono::steady_clock::now();
     populateForWrite(mapping, kHugePageBytes);
     const auto took = std::chrono::steady_clock::now() - start;
-    if (took > std::chrono::microseconds(kSlowHugePageUs)) plainLeft_.store(kPlainAfterSlow, std::memory_order_relaxed);
+    if (took <= std::chrono::microseconds(kSlowHugePageUs)) {
+      plainAfterSlow_.store(kFirstPlainRun, std::memory_order_relaxed);
+      return;
+    }
+    const int run = plainAfterSlow_.load(std::memory_order_relaxed);
+    plainLeft_.store(run, std::memory_order_relaxed);
+    plainAfterSlow_.store(std::min(run * 2, kLongestPlainRun), std::memory_order_relaxed);
   }
 
  private:
   static constexpr int64_t kSlowHugePageUs = 500;
-  static constexpr int kPlainAfterSlow = 64;
+  static constexpr int kFirstPlainRun = 16;
+  static constexpr int kLongestPlainRun = 1024;
   std::atomic<int> plainLeft_{0};
+  std::atomic<int> plainAfterSlow_{kFirstPlainRun};
 };
 
 CarvedPageChoice& carvedPageChoice() {
