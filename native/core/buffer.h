@@ -18,6 +18,9 @@ class Buffer {
   // A host block of at least `bytes` from the blocks kept for reuse (its pages already
   // mapped), or null when none of that size is free: nothing is allocated.
   static std::shared_ptr<Buffer> reuseHost(size_t bytes);
+  // Whether a host block of `bytes` would be kept in the block cache if it were freed now
+  // (false where HB_HOST_CACHE_MB is 0 or the cache is full).
+  static bool hostCacheHasRoom(size_t bytes);
   // Views `data` without copying; `release` runs when the last reference goes.
   static std::shared_ptr<Buffer> wrapHost(void* data, size_t bytes, std::function<void()> release);
   // Views memory on `device` (a dynamic table's rows on a GPU); `release` as for wrapHost.
