@@ -100,10 +100,7 @@ Napi::ArrayBuffer externalArrayBuffer(Napi::Env env, const std::shared_ptr<Buffe
   // Refused before Node took the finalizer (an exception pending, or a worker being
   // terminated): ours to drop. Any later failure has handed the block to the finalizer
   // already (Node calls it when it cannot make the buffer): not deleted here.
-  if (status == napi_pending_exception || status == napi_cannot_run_js || status == napi_invalid_arg) {
-    delete held;
-    throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
-  }
+  if (status == napi_pending_exception || status == napi_cannot_run_js || status == napi_invalid_arg) delete held;
   if (status != napi_ok) {
     throw Napi::Error::New(env, "could not make an ArrayBuffer of " + std::to_string(bytes) + " bytes for a result");
   }
@@ -187,12 +184,21 @@ Napi::TypedArray newTypedArray(Napi::Env env, DType dtype, size_t length, std::s
   return typedArrayOrV8(env, dtype, length, pooledSize(bytes) ? pooledArrayBuffer(env, bytes, owner) : Napi::ArrayBuffer());
 }
 
+namespace {
+
+// `length` values of `dtype` over `block`, which JS then holds until it collects the
+// array; empty without a block, or where external buffers are refused.
+Napi::TypedArray typedArrayHolding(Napi::Env env, DType dtype, size_t length, const std::shared_ptr<Buffer>& block) {
+  if (!block) return Napi::TypedArray();
+  Napi::ArrayBuffer buffer = externalArrayBuffer(env, block, length * dtypeSize(dtype));
+  return buffer.IsEmpty() ? Napi::TypedArray() : typedArrayOrV8(env, dtype, length, buffer);
+}
+
+}  // namespace
+
 Napi::TypedArray reusedTypedArray(Napi::Env env, DType dtype, size_t length) {
   const size_t bytes = length * dtypeSize(dtype);
-  std::shared_ptr<Buffer> reused = pooledSize(bytes) ? Buffer::reuseHost(bytes) : nullptr;
-  if (!reused) return Napi::TypedArray();
-  Napi::ArrayBuffer buffer = externalArrayBuffer(env, reused, bytes);
-  return buffer.IsEmpty() ? Napi::TypedArray() : typedArrayOrV8(env, dtype, length, buffer);
+  return typedArrayHolding(env, dtype, length, pooledSize(bytes) ? Buffer::reuseHost(bytes) : nullptr);
 }
 
 // New host blocks that JS arrays may hold before a copy made now takes V8's memory instead
@@ -210,8 +216,8 @@ Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length) {
     if (!block && bytesHeldByJs.load(std::memory_order_relaxed) < kNewBlocksHeldByJsBytes && Buffer::hostCacheHasRoom(bytes)) {
       block = Buffer::allocate(Device::cpu(), bytes);
     }
-    Napi::ArrayBuffer buffer = block ? externalArrayBuffer(env, block, bytes) : Napi::ArrayBuffer();
-    if (!buffer.IsEmpty()) return typedArrayOrV8(env, dtype, length, buffer);
+    Napi::TypedArray array = typedArrayHolding(env, dtype, length, block);
+    if (!array.IsEmpty()) return array;
   }
   Napi::TypedArray array = newV8TypedArray(env, dtype, length);
   // V8's memory for an array this large is new pages (glibc maps it fresh): mapped in one

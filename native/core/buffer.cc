@@ -76,8 +76,9 @@ void* allocateHostBlock(size_t size, bool huge = hugePagesWanted()) {
 // come back to the cache), so a 256 KiB result paid 64 faults: on a 2-vCPU EPYC VM, 92 us
 // to touch 256 KiB of new 4 KiB pages against 53 us for a whole 2 MiB page; 20-call loops
 // of 4096 one-id lookups of dim 16 read into new arrays, 121-171 -> 9-18 us per read
-// (medians of 5 runs, one at 71; dim 64: 372-416 -> 118-133 us, one at 1622). The pieces not handed out wait in
-// the block cache; each is unmapped on its own when freed (Linux splits the huge page).
+// (medians of 5 runs, one at 71; dim 64: 372-416 -> 118-133 us, one at 1622). The pieces
+// not handed out wait in the block cache; each is unmapped on its own when freed (Linux
+// splits the huge page). Whether the mapping asks for a 2 MiB page: CarvedPageChoice.
 // HB_HUGE_PAGES=0 cuts them from 4 KiB pages.
 constexpr size_t kCarvedBlockBytes = size_t(64) << 10;
 
