@@ -3,7 +3,7 @@ export { backend, setDevice, currentDevice } from './backend';
 export type { DeviceSpec } from './backend';
 export type { BackendReport, DType, TypedArray } from './native';
 export { Tensor, tensor } from './tensor/tensor';
-export type { TensorLike, TensorOptions } from './tensor/tensor';
+export type { DataOptions, TensorLike, TensorOptions } from './tensor/tensor';
 export { Ragged, ragged } from './tensor/ragged';
 export { Variable, variable } from './tensor/variable';
 export type { VariableOptions, VariableInitialValue } from './tensor/variable';

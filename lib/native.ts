@@ -213,6 +213,7 @@ export interface NativeAddon {
   /** A CUDA device's free and total memory now, in bytes. */
   cudaMemoryInfo(device: string): { free: number; total: number };
   tensorData(tensor: NativeTensorHandle, into?: TypedArray): Promise<TypedArray>;
+  tensorDataDispose(tensor: NativeTensorHandle): Promise<TypedArray>;
   /** A host tensor's values now (waits for the CPU queue); a device tensor is refused. */
   tensorDataSync(tensor: NativeTensorHandle): TypedArray;
   tensorClone(tensor: NativeTensorHandle): Promise<NativeTensorHandle>;

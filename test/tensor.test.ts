@@ -590,3 +590,128 @@ describe('hb.tensor()', () => {
     expect(() => hb.variable(values, { shape })).toThrow(/detached|holds 4 values but values has 0/);
   });
 });
+
+describe('tensor.data({ dispose: true })', () => {
+  test('reads the values into a new array and disposes the tensor, on every dtype, small and large', async () => {
+    const cases: Array<[hb.TypedArray, string]> = [
+      [Float32Array.from({ length: 1 << 16 }, (_, i) => i / 8), 'Float32Array'], // 256 KiB: its own memory handed over on the host
+      [Float32Array.from([1.5, -2]), 'Float32Array'],
+      [Float64Array.from({ length: 1 << 14 }, (_, i) => i * 1e10), 'Float64Array'],
+      [Int32Array.from({ length: 1 << 15 }, (_, i) => -i), 'Int32Array'],
+      [BigInt64Array.from([2n ** 62n, -1n]), 'BigInt64Array'],
+    ];
+    for (const [values, kind] of cases) {
+      const t = hb.tensor(values); // the suite's device: from a GPU, a copy
+      const read = t.data({ dispose: true });
+      expect(t.isDisposed).toBe(true); // at once, not when the read settles
+      const data = await read;
+      expect(typeName(data)).toBe(kind);
+      expect(data.length).toBe(values.length);
+      expect(Array.from(data as ArrayLike<unknown>)).toEqual(Array.from(values as ArrayLike<unknown>));
+      expect(() => t.data()).toThrow(/tensor has been disposed/);
+      expect(() => t.data({ dispose: true })).toThrow(/tensor has been disposed/);
+    }
+    // { dispose: false } is a plain read.
+    const kept = hb.tensor(Float32Array.from([3, 4]));
+    expect(Array.from((await kept.data({ dispose: false })) as Float32Array)).toEqual([3, 4]);
+    expect(kept.isDisposed).toBe(false);
+    kept.dispose();
+  });
+
+  test('memory another holder still reads is copied, not handed over: work queued on the tensor sees its values', async () => {
+    const values = Float32Array.from({ length: 1 << 18 }, (_, i) => i % 1000);
+    const t = hb.tensor(values, undefined, undefined, { device: 'cpu' });
+    // A clone queued before the read holds the tensor's memory until it has run.
+    const cloned = t.clone();
+    const read = (await t.data({ dispose: true })) as Float32Array;
+    read.fill(-1);
+    const clone = await cloned;
+    expect(Array.from(new Set((await clone.data({ dispose: true })) as Float32Array)).length).toBe(1000);
+    // A lookup's result handed over stays the array's: later lookups write other memory.
+    const table = hb.variable(hb.initializers.constant(1), { shape: [1000, 64], device: 'cpu' });
+    const ids = hb.ragged(BigInt64Array.from({ length: 1024 }, (_, i) => BigInt(i % 1000)), Int32Array.from({ length: 1025 }, (_, i) => i));
+    const results: Float32Array[] = [];
+    for (let i = 0; i < 8; i++) {
+      const out = await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' });
+      const array = (await out.data({ dispose: true })) as Float32Array;
+      array.fill(i);
+      results.push(array);
+    }
+    results.forEach((array, i) => expect(array.every((x) => x === i)).toBe(true));
+    table.dispose();
+  });
+
+  test('refuses arguments that are neither an array to read into nor { dispose }, naming them, and keeps the tensor', () => {
+    const t = hb.tensor(Float32Array.from([1, 2]));
+    const refusal = (argument: unknown): Error => {
+      try {
+        void t.data(argument as { dispose: boolean });
+      } catch (error) {
+        return error as Error;
+      }
+      throw new Error('not refused');
+    };
+    expect(refusal('x')).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/tensor.data: the argument must be a typed array to read into or \{ dispose \}, got "x" \(a string\)/) });
+    expect(refusal(null)).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/got null/) });
+    expect(refusal([1, 2])).toMatchObject({ name: 'TypeError' });
+    expect(refusal({ dispose: 'yes' })).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/options.dispose must be a boolean, got "yes" \(a string\)/) });
+    expect(refusal({ dispoze: true }).message).toMatch(/tensor.data: options.*dispoze.*dispose/);
+    expect(t.isDisposed).toBe(false);
+    t.dispose();
+  });
+
+  test('in a child process: a host tensor read with { dispose: true } hands its memory to the array, mapping no new pages', () => {
+    // 4 KiB pages (HB_HUGE_PAGES=0), so that a copy shows in the page faults: a copy of
+    // 32 MiB into a new array maps 8192 pages, and handing the tensor's block over maps none.
+    // A lookup loop reading its results so maps none either once V8 has collected the last
+    // arrays, and every array kept holds its own values.
+    const { spawnSync } = require('child_process') as typeof import('child_process');
+    const path = require('path') as typeof import('path');
+    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+    const script = `
+      const hb = require(${dist});
+      (async () => {
+        const faults = () => process.resourceUsage().minorPageFault;
+        const n = 8 << 20;
+        const values = new Float32Array(n);
+        for (let i = 0; i < n; i += 4096) values[i] = i;
+        const a = hb.tensor(values);
+        const b = hb.tensor(values);
+        let before = faults();
+        const copied = await a.data();
+        const copyFaults = faults() - before;
+        before = faults();
+        const handed = await b.data({ dispose: true });
+        const handOverFaults = faults() - before;
+        const right = handed.every((x, i) => x === values[i]) && copied.every((x, i) => x === values[i]);
+        a.dispose();
+        const table = hb.variable(hb.initializers.constant(1), { shape: [100000, 16] });
+        const ids = hb.ragged(BigInt64Array.from({ length: 4096 }, (_, i) => BigInt((i * 7919) % 100000)), Int32Array.from({ length: 4097 }, (_, i) => i));
+        let lookupSum = 0;
+        const lookupAndRead = async () => {
+          const out = await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' });
+          lookupSum += (await out.data({ dispose: true }))[4095 * 16];
+        };
+        for (let i = 0; i < 100; i++) await lookupAndRead();
+        global.gc();
+        await new Promise((r) => setTimeout(r, 50)); // the collected arrays' finalizers run
+        before = faults();
+        for (let i = 0; i < 50; i++) await lookupAndRead();
+        const loopFaults = (faults() - before) / 50;
+        const kept = [];
+        for (let i = 0; i < 40; i++) kept.push(await hb.tensor(new Float32Array(1 << 16).fill(i)).data({ dispose: true }));
+        const own = kept.every((array, i) => array.every((x) => x === i));
+        console.log(JSON.stringify({ copyFaults, handOverFaults, right, lookupSum, loopFaults, own }));
+      })();`;
+    const child = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_DEVICE: 'cpu', HB_HUGE_PAGES: '0' } });
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(0);
+    const { copyFaults, handOverFaults, right, lookupSum, loopFaults, own } = JSON.parse(child.stdout.trim());
+    expect(right).toBe(true);
+    expect(copyFaults).toBeGreaterThan(4096); // the control: a copy into new pages shows
+    expect(handOverFaults).toBeLessThan(64);
+    expect(lookupSum).toBe(150);
+    expect(loopFaults).toBeLessThan(4);
+    expect(own).toBe(true);
+  });
+});

@@ -1,9 +1,17 @@
 // Concrete tensors: a typed facade over a native tensor handle.
 import { resolveDevice } from '../backend';
 import { native, NativeTensorHandle } from '../native';
+import { checkOptionKeys } from '../option_keys';
+import { shownValue } from '../shown_value';
 import { checkDType, DType, dtypeOfTypedArray, isTypedArray, TypedArray, typedArrayFrom } from './dtype';
 
 export type TensorLike = TypedArray | number[] | number[][] | bigint[];
+
+/** tensor.data's options (in place of an array to read into). */
+export interface DataOptions {
+  /** Dispose of the tensor as it is read (its memory may then become the array's). */
+  dispose?: boolean;
+}
 
 export interface TensorOptions {
   /** 'cpu', 'cuda' or 'cuda:N'; default: the current device (hb.setDevice). */
@@ -44,11 +52,27 @@ export class Tensor {
    * written into `into` (the kind data() returns, of the tensor's size), which the promise
    * then resolves to. A loop that passes the same `into` each time writes memory already
    * mapped instead of new pages; transferring `into` before the promise settles rejects it.
+   *
+   * `{ dispose: true }`: the values in a new array, and the tensor disposed at once, as
+   * `data()` then `dispose()`. Where the tensor's host memory is its alone (an op's
+   * result, not a variable's values or a view another tensor shares) the array is that
+   * memory, handed over without a copy.
    */
   data(): Promise<TypedArray>;
   data<A extends TypedArray>(into: A): Promise<A>;
-  data(into?: TypedArray): Promise<TypedArray> {
-    return into === undefined ? native.tensorData(this.handle) : native.tensorData(this.handle, into);
+  data(options: DataOptions): Promise<TypedArray>;
+  data(intoOrOptions?: TypedArray | DataOptions): Promise<TypedArray> {
+    if (intoOrOptions === undefined) return native.tensorData(this.handle);
+    if (isTypedArray(intoOrOptions)) return native.tensorData(this.handle, intoOrOptions);
+    if (intoOrOptions === null || typeof intoOrOptions !== 'object' || Array.isArray(intoOrOptions)) {
+      throw new TypeError(`tensor.data: the argument must be a typed array to read into or { dispose }, got ${shownValue(intoOrOptions)}`);
+    }
+    checkOptionKeys(intoOrOptions, ['dispose'], 'tensor.data: options');
+    const { dispose } = intoOrOptions;
+    if (dispose !== undefined && typeof dispose !== 'boolean') {
+      throw new TypeError(`tensor.data: options.dispose must be a boolean, got ${shownValue(dispose)}`);
+    }
+    return dispose ? native.tensorDataDispose(this.handle) : native.tensorData(this.handle);
   }
 
   /** The values as nested arrays (numbers, or bigints for int64). */

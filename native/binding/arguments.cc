@@ -207,6 +207,12 @@ Napi::TypedArray reusedTypedArray(Napi::Env env, DType dtype, size_t length) {
 // alone took a new block for every read (2000 reads of 512 KiB held 300 MiB).
 constexpr int64_t kNewBlocksHeldByJsBytes = int64_t(64) << 20;
 
+Napi::TypedArray typedArrayAdopting(Napi::Env env, DType dtype, size_t length, const std::shared_ptr<Buffer>& block) {
+  // No bound on the blocks JS holds, unlike newTypedArrayNow's: this block is taken
+  // already, and a copy would hold as many bytes in V8's memory besides.
+  return pooledSize(length * dtypeSize(dtype)) ? typedArrayHolding(env, dtype, length, block) : Napi::TypedArray();
+}
+
 Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length) {
   const size_t bytes = length * dtypeSize(dtype);
   if (pooledSize(bytes)) {

@@ -67,6 +67,12 @@ Napi::TypedArray reusedTypedArray(Napi::Env env, DType dtype, size_t length);
 // large array in V8's memory has its pages mapped for that at once.
 Napi::TypedArray newTypedArrayNow(Napi::Env env, DType dtype, size_t length);
 
+// An array over `block` itself (a host block of at least `length` values that nothing
+// else holds or writes): a tensor's memory handed to JS without a copy. Empty, for the
+// caller to copy, where the size is not one kept in host blocks (a small copy into V8's
+// memory is as cheap), or where external buffers are refused.
+Napi::TypedArray typedArrayAdopting(Napi::Env env, DType dtype, size_t length, const std::shared_ptr<Buffer>& block);
+
 // A typed array of `length` values over a host block filled off the JS thread: large ones
 // view the block (it goes back to the block cache once JS lets go of the array), small
 // ones are copies. Uint8, Int32, Float32, Float64 and BigInt64 arrays.

@@ -1,4 +1,5 @@
 // Creating, reading, copying and disposing tensors.
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <future>
@@ -155,6 +156,13 @@ std::pair<napi_typedarray_type, const char*> typedArrayKindOf(DType dtype) {
   failWith(ErrorCode::Internal, "unknown dtype");
 }
 
+// A promise already settled with `value`.
+Napi::Value resolvedWith(Napi::Env env, Napi::Value value) {
+  Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
+  read.Resolve(value);
+  return read.Promise();
+}
+
 // `into`, checked to take `source`'s values: a typed array of its kind and length (and
 // the checks every array from JS passes); where its values start.
 void* readDestination(const Napi::Value& into, const Tensor& source) {
@@ -185,9 +193,7 @@ Napi::Value tensorDataInto(const Napi::CallbackInfo& info, const Tensor& source)
   if (canSettleNow(env, source.device())) {
     JsThreadWork charged(env);
     copyBytes(data, Device::cpu(), source.buffer->data(), Device::cpu(), source.bytes());
-    Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
-    read.Resolve(into);
-    return read.Promise();
+    return resolvedWith(env, into);
   }
   // The values are taken in queue order (a variable's may change in work queued after
   // the read) into a host block, and written into the array on the JS thread: it stays
@@ -210,12 +216,9 @@ Napi::Value tensorDataInto(const Napi::CallbackInfo& info, const Tensor& source)
       }));
 }
 
-// tensorData(handle[, into]): a promise of a new typed array with the tensor's values (or
-// of `into` with them), read after every operation queued before it on the tensor's device.
-Napi::Value tensorData(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const Tensor source = TensorHandle::unwrap(info[0], "tensor");
-  if (info.Length() > 1 && !info[1].IsUndefined()) return tensorDataInto(info, source);
+// A promise of a new typed array with `source`'s values, read after every operation
+// queued before it on its device.
+Napi::Value readIntoNewArray(Napi::Env env, const Tensor& source) {
   if (!source.device().isCuda() && source.bytes() <= kInlineReusedReadBytes && canSettleNow(env, Device::cpu())) {
     // Nothing queued on the host can still write the values, and no earlier promise waits
     // to settle: copied here and now, the read skips the two thread hops of a queued one
@@ -230,9 +233,7 @@ Napi::Value tensorData(const Napi::CallbackInfo& info) {
     if (!array.IsEmpty()) {
       copyBytes(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), Device::cpu(), source.buffer->data(),
                 Device::cpu(), source.bytes());
-      Napi::Promise::Deferred read = Napi::Promise::Deferred::New(env);
-      read.Resolve(array);
-      return read.Promise();
+      return resolvedWith(env, array);
     }
   }
   std::shared_ptr<Buffer> owner;  // the array's block, while the copy into it may still run
@@ -244,6 +245,34 @@ Napi::Value tensorData(const Napi::CallbackInfo& info) {
         copyBytes(destination.buffer->data(), Device::cpu(), source.buffer->data(), source.device(), source.bytes());
       },
       [result, destination](Napi::Env) -> Napi::Value { return result->Value(); }));
+}
+
+// tensorData(handle[, into]): a promise of a new typed array with the tensor's values (or
+// of `into` with them), read after every operation queued before it on the tensor's device.
+Napi::Value tensorData(const Napi::CallbackInfo& info) {
+  const Tensor& source = TensorHandle::unwrap(info[0], "tensor");
+  if (info.Length() > 1 && !info[1].IsUndefined()) return tensorDataInto(info, source);
+  return readIntoNewArray(info.Env(), source);
+}
+
+// tensorDataDispose(handle): tensorData's new array, the handle disposed at once. Where
+// the tensor's host block is its alone (not a variable's, not viewed by another tensor,
+// not a compiled step's buffer, not JS memory it wraps) and nothing queued can still
+// write it, the array is that block: no copy, and no new pages for the copy (a lookup's
+// 1 MiB result in a loop, read with data(), spent longer in the copy than in the lookup).
+// Otherwise a copy, as tensorData's.
+Napi::Value tensorDataDispose(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Tensor source = TensorHandle::take(info[0], "tensor");
+  // One owner is this function's copy: nothing else can reach the block to write it.
+  // (Other threads only drop references after their work is done; none can take one.)
+  if (!source.device().isCuda() && source.buffer->owned() && source.buffer.use_count() == 1 &&
+      canSettleNow(env, Device::cpu())) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    Napi::TypedArray array = typedArrayAdopting(env, source.dtype, size_t(source.size()), source.buffer);
+    if (!array.IsEmpty()) return resolvedWith(env, array);
+  }
+  return readIntoNewArray(env, source);
 }
 
 // tensorDataSync(handle): a host tensor's values now, after every operation queued before
@@ -309,6 +338,7 @@ void exportTensor(Napi::Env env, Napi::Object exports) {
   exports.Set("tensorCopy", Napi::Function::New(env, guarded<tensorCopy>, "tensorCopy"));
   exports.Set("tensorFill", Napi::Function::New(env, guarded<tensorFill>, "tensorFill"));
   exports.Set("tensorData", Napi::Function::New(env, guarded<tensorData>, "tensorData"));
+  exports.Set("tensorDataDispose", Napi::Function::New(env, guarded<tensorDataDispose>, "tensorDataDispose"));
   exports.Set("tensorDataSync", Napi::Function::New(env, guarded<tensorDataSync>, "tensorDataSync"));
   exports.Set("tensorAssign", Napi::Function::New(env, guarded<tensorAssign>, "tensorAssign"));
   exports.Set("tensorClone", Napi::Function::New(env, guarded<tensorClone>, "tensorClone"));

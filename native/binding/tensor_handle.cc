@@ -48,6 +48,12 @@ const Tensor& TensorHandle::unwrap(const Napi::Value& value, const char* argumen
   return *handle->tensor_;
 }
 
+Tensor TensorHandle::take(const Napi::Value& value, const char* argument) {
+  Tensor tensor = unwrap(value, argument);
+  Unwrap(value.As<Napi::Object>())->release();
+  return tensor;
+}
+
 void TensorHandle::release() {
   if (reportedBytes_ != 0) {
     // Also runs from the finalizer, where nothing may throw (this fails only while the

@@ -18,6 +18,8 @@ class TensorHandle : public Napi::ObjectWrap<TensorHandle> {
   // The live tensor behind `value`; a TypeError naming `argument` when `value` is not a
   // tensor, an Error when it has been disposed.
   static const Tensor& unwrap(const Napi::Value& value, const char* argument);
+  // The live tensor behind `value`, moved out: the handle is disposed (unwrap's errors).
+  static Tensor take(const Napi::Value& value, const char* argument);
   // Whether `value` is a tensor handle (disposed or not).
   static bool isHandle(const Napi::Value& value);
 
