@@ -2,7 +2,8 @@
 // time (native/kernels/cpu_isa.h): the GEMMs, the dot interaction, the seeded fills and
 // the lookup, each of which hb.backend().cpuKernels names. The cap is read at process
 // start, so each setting runs in a child process.
-// The fills, the lookup and the interaction give the same bits on any code path; the
+// The fills, the lookup (every width it holds in registers) and the interaction give the
+// same bits on any code path; the
 // GEMMs' AVX2 and AVX-512 kernels agree with each other, and the portable one stays close.
 import { spawnSync } from 'child_process';
 
@@ -19,6 +20,17 @@ const script = `
     const fill = digestOf(await table.data());
     const ids = hb.ragged(BigInt64Array.from({ length: 600 }, (_, i) => BigInt((i * 7919) % 1000)), Int32Array.from({ length: 201 }, (_, i) => i * 3));
     const lookup = digestOf(await (await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'mean' })).data());
+    // Widths held in registers (AVX-512 takes 64 and 128 in vectors of 16), weighted and clipped too.
+    const wideLookups = [];
+    for (const width of [16, 64, 128]) {
+      const wide = hb.variable(hb.initializers.randomUniform({ seed: width }), { shape: [1000, width], name: 'isa_table_' + width });
+      const weights = Float32Array.from({ length: 600 }, (_, i) => 0.25 + (i % 7) / 3);
+      for (const combiner of ['sum', 'mean', 'sqrtn']) {
+        wideLookups.push(digestOf(await (await hb.nn.embeddingLookupSparse(wide, ids, { combiner })).data()));
+        const weighted = hb.ragged(ids.values, ids.rowSplits, weights);
+        wideLookups.push(digestOf(await (await hb.nn.embeddingLookupSparse(wide, weighted, { combiner, maxNorm: 0.5 })).data()));
+      }
+    }
     const features = 27, width = 64, batch = 37;
     const t = hb.tensor(Float32Array.from({ length: batch * features * width }, (_, i) => Math.sin(i)), [batch, features * width]);
     const [z] = await native.kernelRun('dot_interaction', [t.handle], [[batch, (features * (features - 1)) / 2]], { features });
@@ -27,7 +39,7 @@ const script = `
     const b = hb.tensor(Float32Array.from({ length: 500 * 70 }, (_, i) => Math.sin(3 * i)), [500, 70]);
     const [c] = await native.kernelRun('matmul', [a.handle, b.handle], [[300, 70]], {});
     const product = await new hb.Tensor(c).data();
-    console.log(JSON.stringify({ isa: native.measureFmaPeak(0.01).isa, kernels: hb.backend().cpuKernels, fill, lookup, interaction, gemm: digestOf(product), first: product[0] }));
+    console.log(JSON.stringify({ isa: native.measureFmaPeak(0.01).isa, kernels: hb.backend().cpuKernels, fill, lookup, wideLookups, interaction, gemm: digestOf(product), first: product[0] }));
   })().catch((e) => { console.error(e); process.exit(2); });`;
 
 function runWith(cap: string | undefined) {
@@ -57,7 +69,7 @@ describe('HB_CPU_ISA (the vector instructions the host kernels may use)', () => 
     expect(['avx2', 'portable']).toContain(avx2.isa); // portable on a CPU without AVX2 + FMA
     expect(unreadable.isa).toBe(best.isa);
     for (const child of [avx2, portable, unreadable]) {
-      expect([child.fill, child.lookup, child.interaction]).toEqual([best.fill, best.lookup, best.interaction]);
+      expect([child.fill, child.lookup, child.wideLookups, child.interaction]).toEqual([best.fill, best.lookup, best.wideLookups, best.interaction]);
     }
     if (avx2.isa === 'avx2' && best.isa !== 'portable') expect(avx2.gemm).toBe(best.gemm);
     expect(Math.abs(portable.first - best.first)).toBeLessThan(1e-3 * Math.max(1, Math.abs(best.first)));

@@ -18,9 +18,14 @@ inline void prefetchRow(const float* row, int64_t dim) {
   if (size % 64 != 0) __builtin_prefetch(bytes + size - 1, 0, 2);
 }
 
-// 8 floats: one AVX register, two SSE registers, or plain scalar code on other targets.
-typedef float FloatLanes __attribute__((vector_size(8 * sizeof(float))));
+// HB_LOOKUP_LANES floats (8 unless the includer says): 8 are one AVX register, two SSE
+// registers, or plain scalar code on other targets; 16 one AVX-512 register.
+#ifdef HB_LOOKUP_LANES
+constexpr int kFloatLanes = HB_LOOKUP_LANES;
+#else
 constexpr int kFloatLanes = 8;
+#endif
+typedef float FloatLanes __attribute__((vector_size(kFloatLanes * sizeof(float))));
 
 inline FloatLanes loadLanes(const float* from) {
   FloatLanes lanes;
@@ -95,8 +100,8 @@ inline void addWeightedRow(float* __restrict acc, const float* __restrict row, i
   }
 }
 
-// kDim > 0 (a multiple of 8): the row width is known at compile time, so a bag's running
-// sum is kDim / 8 vectors of 8 floats held in registers. (A float array here was kept on
+// kDim > 0 (a multiple of kFloatLanes): the row width is known at compile time, so a bag's running
+// sum is kDim / kFloatLanes vectors held in registers. (A float array here was kept on
 // the stack: zeroed with rep stos, stored and copied out per bag, and those stores held
 // back the prefetches of the rows ahead: 2.5x slower on 1-id bags.) Vector adds and
 // multiplies round once per lane, as the scalar code does. kDim == 0: any width, summed
@@ -159,10 +164,13 @@ bool lookupAllBags(const EmbeddingLookupArgs& a) {
   return !violated.load(std::memory_order_relaxed);
 }
 
+// A width the kernel holds in registers: whole vectors; else 0, any width.
+constexpr int registerWidth(int dim) { return dim % kFloatLanes == 0 ? dim : 0; }
+
 template <typename Id, bool kWeighted, bool kClipped>
 bool dispatchWidth(const EmbeddingLookupArgs& a) {
   switch (a.dim) {
-    case 8: return lookupAllBags<Id, kWeighted, kClipped, 8>(a);
+    case 8: return lookupAllBags<Id, kWeighted, kClipped, registerWidth(8)>(a);
     case 16: return lookupAllBags<Id, kWeighted, kClipped, 16>(a);
     case 32: return lookupAllBags<Id, kWeighted, kClipped, 32>(a);
     case 64: return lookupAllBags<Id, kWeighted, kClipped, 64>(a);
