@@ -3,9 +3,10 @@
 // PyTorch's embedding_bag on the same cell: combiner sum and mean, dims 16 / 64 / 128,
 // batch 4096 and 16384, 1 and 20 ids per bag, uniform and power-law ids, a 1M-row table.
 // Our time counts what a user waits for: the promise resolving and the result read into
-// JS, twice: into a new array (out.data()), and into one array the loop reuses
+// JS, three ways: into a new array (out.data()), into one array the loop reuses
 // (out.data(into)), whose pages are mapped already where a new array's are new to the
-// process until V8 collects the old ones. Both sides take the median of --iters calls per cell, after --warmup
+// process until V8 collects the old ones, and handed over (out.data({ dispose: true })):
+// the result's own memory becomes the array, with no copy. Both sides take the median of --iters calls per cell, after --warmup
 // calls (a user looks up in a loop: the first calls of a cell also pay for allocator and
 // heap growth, on both sides, which a handful of calls does not amortise); the two sides
 // alternate over --rounds rounds (these VMs vary several-fold from run to run), and each
@@ -54,14 +55,21 @@ function median(xs) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-/** Median seconds per call; `into`: the array each result is read into, else a new one. */
-async function ourSeconds(table, batches, combiner, into) {
+/**
+ * Median seconds per call; `read`: 'new' (out.data()), 'handover' (out.data({ dispose:
+ * true })) or the array each result is read into.
+ */
+async function ourSeconds(table, batches, combiner, read) {
   const times = [];
   for (let i = 0; i < warmup + iters; i++) {
     const t0 = process.hrtime.bigint();
     const out = await hb.nn.embeddingLookupSparse(table, batches[i % batches.length], { combiner });
-    await (into ? out.data(into) : out.data());
-    out.dispose();
+    if (read === 'handover') {
+      await out.data({ dispose: true });
+    } else {
+      await (read === 'new' ? out.data() : out.data(read));
+      out.dispose();
+    }
     if (i >= warmup) times.push(Number(process.hrtime.bigint() - t0) / 1e9);
   }
   return median(times);
@@ -87,18 +95,20 @@ async function main() {
   );
   const ours = cells.map(() => ({ sum: [], mean: [] }));
   const oursInto = cells.map(() => ({ sum: [], mean: [] }));
+  const oursHandover = cells.map(() => ({ sum: [], mean: [] }));
   const theirs = cells.map(() => ({ sum: [], mean: [] }));
   let peer;
   for (let round = 0; round < rounds; round++) {
     for (let c = 0; c < cells.length; c++) {
       const [dim, batch] = cells[c];
       for (const combiner of ['sum', 'mean']) {
-        // The two reads take turns going first, round by round.
+        // The reads take turns going first, round by round.
         const reads = [
-          async () => ours[c][combiner].push(await ourSeconds(tables.get(dim), batchesOf[c], combiner)),
+          async () => ours[c][combiner].push(await ourSeconds(tables.get(dim), batchesOf[c], combiner, 'new')),
           async () => oursInto[c][combiner].push(await ourSeconds(tables.get(dim), batchesOf[c], combiner, new Float32Array(batch * dim))),
+          async () => oursHandover[c][combiner].push(await ourSeconds(tables.get(dim), batchesOf[c], combiner, 'handover')),
         ];
-        if (round % 2) reads.reverse();
+        for (let turn = 0; turn < round % reads.length; turn++) reads.push(reads.shift());
         for (const read of reads) await read();
       }
     }
@@ -112,15 +122,16 @@ async function main() {
     console.log(blasLine(peer));
   }
   const compared = !peer.error && !peer.reference;
-  const ratios = { new: [], into: [] };
+  const ratios = { new: [], into: [], handover: [] };
   for (let c = 0; c < cells.length; c++) {
     const [dim, batch, hotness, kind] = cells[c];
     for (const combiner of ['sum', 'mean']) {
       const cell = `${combiner}, dim ${dim}, batch ${batch}, ${hotness} id${hotness > 1 ? 's' : ''}/bag, ${kind === 'uniform' ? 'uniform' : 'power-law'} ids`;
       let line = `lookup ${cell}:`;
-      // The issue's target stands on the read into a new array; the reused array's figure
-      // is printed beside it, with no target of its own.
-      for (const [read, times, label, target] of [['new', ours, 'new array', 1.5], ['into', oursInto, 'reused array', undefined]]) {
+      // The issue's target stands on the read into a new array (data(), a copy); the reused
+      // array's and the hand-over's figures are printed beside it, with no target of their own.
+      const reads = [['new', ours, 'new array', 1.5], ['into', oursInto, 'reused array', undefined], ['handover', oursHandover, 'handed over', undefined]];
+      for (const [read, times, label, target] of reads) {
         const mine = median(times[c][combiner]);
         line += ` hb-ts (${label}) ${(mine * 1e3).toFixed(3)} ms`;
         if (!compared) continue;
@@ -129,7 +140,7 @@ async function main() {
         ratios[read].push(ratio);
         line += ` ${ratio.toFixed(2)}x (rounds ${Math.min(...perRound).toFixed(2)}-${Math.max(...perRound).toFixed(2)}) |`;
         record({
-          workload: `lookup ${cell}${read === 'into' ? ', read into a reused array,' : ''} vs PyTorch embedding_bag`,
+          workload: `lookup ${cell}${{ new: '', into: ', read into a reused array,', handover: ', read with data({ dispose: true }),' }[read]} vs PyTorch embedding_bag`,
           value: mine * 1e3, baseline: median(theirs[c][combiner]) * 1e3, unit: 'ms', higherIsBetter: false,
           ratio, baselineName: `PyTorch ${peer.result.torch} embedding_bag, ${peer.result.threads} threads`, target,
         });
@@ -138,7 +149,7 @@ async function main() {
       console.log(line);
     }
   }
-  for (const [read, label] of [['new', 'read into a new array'], ['into', 'read into a reused array']]) {
+  for (const [read, label] of [['new', 'read into a new array'], ['into', 'read into a reused array'], ['handover', 'read with data({ dispose: true })']]) {
     const rs = ratios[read];
     if (!rs.length) continue;
     const met = rs.filter((r) => r >= 1.5).length;

@@ -1,6 +1,6 @@
 // hb.tensor from arrays of every kind and state, then reads and copies while the array
-// is transferred, shrunk or dropped, reads into arrays of every kind and state, and use
-// after dispose.
+// is transferred, shrunk or dropped, reads into arrays of every kind and state, reads
+// that dispose, and use after dispose.
 'use strict';
 module.exports = {
   name: 'tensors',
@@ -22,6 +22,18 @@ module.exports = {
     const reading = attempt('data(into)', () => (copy || t).data(into.array));
     r.disturb(into);
     await reading;
+    // A read that disposes (its block may become the array), with other work on the
+    // tensor maybe still queued, and options of any shape.
+    if (copy && r.chance(0.5)) {
+      const pending = r.chance(0.5) ? attempt('clone', () => copy.clone()) : null;
+      const options = r.pick([{ dispose: true }, { dispose: true }, { dispose: false }, { dispose: 'yes' }, { dispoze: true }, null, [], 'x', 0]);
+      const handed = await attempt('data({ dispose })', () => copy.data(options));
+      if (handed && handed.length > 0) handed.fill(typeof handed[0] === 'bigint' ? 1n : 1);
+      if (global.gc && r.chance(0.3)) global.gc();
+      const cloned = await pending;
+      if (cloned) await attempt('clone.data({ dispose })', () => cloned.data({ dispose: true }));
+      await attempt('after data({ dispose })', () => copy.data());
+    }
     if (r.chance(0.4)) {
       t.dispose();
       await attempt('after dispose', () => t.data());
