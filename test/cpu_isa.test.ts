@@ -20,15 +20,23 @@ const script = `
     const fill = digestOf(await table.data());
     const ids = hb.ragged(BigInt64Array.from({ length: 600 }, (_, i) => BigInt((i * 7919) % 1000)), Int32Array.from({ length: 201 }, (_, i) => i * 3));
     const lookup = digestOf(await (await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'mean' })).data());
-    // Widths held in registers (AVX-512 takes 64 and 128 in vectors of 16), weighted and clipped too.
+    // Every width held in registers (AVX-512 takes 32, 64 and 128 in vectors of 16), int64
+    // and int32 ids, each of the four variants (weighted or not, clipped or not), with pruned
+    // ids, weights <= 0 and empty bags.
     const wideLookups = [];
-    for (const width of [16, 64, 128]) {
+    const ids32 = hb.ragged(Int32Array.from({ length: 600 }, (_, i) => (i % 41 === 0 ? -1 : (i * 104729) % 1000)), Int32Array.from({ length: 201 }, (_, i) => (i === 200 ? 600 : Math.floor(i / 2) * 6))); // every other bag empty
+    const weights = Float32Array.from({ length: 600 }, (_, i) => (i % 13 === 0 ? -0.5 : 0.25 + (i % 7) / 3));
+    for (const width of [8, 16, 32, 64, 128]) {
       const wide = hb.variable(hb.initializers.randomUniform({ seed: width }), { shape: [1000, width], name: 'isa_table_' + width });
-      const weights = Float32Array.from({ length: 600 }, (_, i) => 0.25 + (i % 7) / 3);
-      for (const combiner of ['sum', 'mean', 'sqrtn']) {
-        wideLookups.push(digestOf(await (await hb.nn.embeddingLookupSparse(wide, ids, { combiner })).data()));
-        const weighted = hb.ragged(ids.values, ids.rowSplits, weights);
-        wideLookups.push(digestOf(await (await hb.nn.embeddingLookupSparse(wide, weighted, { combiner, maxNorm: 0.5 })).data()));
+      for (const batch of [ids, ids32]) {
+        for (const combiner of ['sum', 'mean', 'sqrtn']) {
+          for (const weighted of [false, true]) {
+            for (const maxNorm of [undefined, 0.5]) {
+              const bags = weighted ? hb.ragged(batch.values, batch.rowSplits, weights) : batch;
+              wideLookups.push(digestOf(await (await hb.nn.embeddingLookupSparse(wide, bags, { combiner, maxNorm })).data()));
+            }
+          }
+        }
       }
     }
     const features = 27, width = 64, batch = 37;

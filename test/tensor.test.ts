@@ -639,6 +639,24 @@ describe('tensor.data({ dispose: true })', () => {
     }
     results.forEach((array, i) => expect(array.every((x) => x === i)).toBe(true));
     table.dispose();
+    // Two handles over one block, with nothing queued: the one read and disposed is copied,
+    // and the other keeps its values.
+    const source = hb.tensor(new Float32Array(1 << 16).fill(7), undefined, undefined, { device: 'cpu' });
+    const target = hb.tensor(new Float32Array(1 << 16), undefined, undefined, { device: 'cpu' });
+    const [written] = await native.kernelRun('copy', [source.handle], [target.handle], {});
+    const alias = new hb.Tensor(written!);
+    const handed = (await target.data({ dispose: true })) as Float32Array;
+    handed.fill(-1);
+    expect(Array.from(new Set((await alias.data()) as Float32Array))).toEqual([7]);
+    // Unrelated work still queued on the host: the hand-over waits its turn, and its values are right.
+    const busy = hb.variable(hb.initializers.constant(3), { shape: [1 << 22], device: 'cpu' });
+    const ownResult = await hb.nn.embeddingLookupSparse(hb.variable(hb.initializers.constant(2), { shape: [10, 64], device: 'cpu' }), hb.ragged(BigInt64Array.from({ length: 512 }, (_, i) => BigInt(i % 10)), Int32Array.from({ length: 513 }, (_, i) => i)), { combiner: 'sum' });
+    const cloning = busy.clone();
+    const late = (await ownResult.data({ dispose: true })) as Float32Array;
+    expect(late.length).toBe(512 * 64);
+    expect(late.every((x) => x === 2)).toBe(true);
+    (await cloning).dispose();
+    for (const t of [source, alias, busy]) t.dispose();
   });
 
   test('refuses arguments that are neither an array to read into nor { dispose }, naming them, and keeps the tensor', () => {
@@ -656,6 +674,14 @@ describe('tensor.data({ dispose: true })', () => {
     expect(refusal([1, 2])).toMatchObject({ name: 'TypeError' });
     expect(refusal({ dispose: 'yes' })).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/options.dispose must be a boolean, got "yes" \(a string\)/) });
     expect(refusal({ dispoze: true }).message).toMatch(/tensor.data: options.*dispoze.*dispose/);
+    expect(refusal(new Map())).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/the argument must be a typed array to read into or \{ dispose \}/) });
+    expect(refusal(new Date(0))).toMatchObject({ name: 'TypeError' });
+    // Views and buffers of kinds hb-ts does not read into: the check of `into` names the kind it needs.
+    for (const wrong of [new Uint8Array(8), new ArrayBuffer(8), new DataView(new ArrayBuffer(8)), new Uint8Array(1 << 20)]) {
+      const error = refusal(wrong);
+      expect(error).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/tensor.data: into must be a Float32Array of 2 values/) });
+      expect(error.message.length).toBeLessThan(300);
+    }
     expect(t.isDisposed).toBe(false);
     t.dispose();
   });

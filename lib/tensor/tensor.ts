@@ -54,17 +54,20 @@ export class Tensor {
    * mapped instead of new pages; transferring `into` before the promise settles rejects it.
    *
    * `{ dispose: true }`: the values in a new array, and the tensor disposed at once, as
-   * `data()` then `dispose()`. Where the tensor's host memory is its alone (an op's
-   * result, not a variable's values or a view another tensor shares) the array is that
-   * memory, handed over without a copy.
+   * `data()` then `dispose()`. Where the tensor's host memory (64 KiB or more) is its alone
+   * (an op's result, or a variable nothing else holds; not memory another tensor or queued
+   * work still reads, nor a GPU tensor's) the array is that memory, handed over without a
+   * copy.
    */
   data(): Promise<TypedArray>;
   data<A extends TypedArray>(into: A): Promise<A>;
   data(options: DataOptions): Promise<TypedArray>;
   data(intoOrOptions?: TypedArray | DataOptions): Promise<TypedArray> {
     if (intoOrOptions === undefined) return native.tensorData(this.handle);
-    if (isTypedArray(intoOrOptions)) return native.tensorData(this.handle, intoOrOptions);
-    if (intoOrOptions === null || typeof intoOrOptions !== 'object' || Array.isArray(intoOrOptions)) {
+    // Any view or buffer goes to the native check of `into`, which names the kind it needs.
+    if (ArrayBuffer.isView(intoOrOptions) || intoOrOptions instanceof ArrayBuffer) return native.tensorData(this.handle, intoOrOptions as TypedArray);
+    const prototype = intoOrOptions !== null && typeof intoOrOptions === 'object' ? Object.getPrototypeOf(intoOrOptions) : undefined;
+    if (prototype !== Object.prototype && prototype !== null) {
       throw new TypeError(`tensor.data: the argument must be a typed array to read into or { dispose }, got ${shownValue(intoOrOptions)}`);
     }
     checkOptionKeys(intoOrOptions, ['dispose'], 'tensor.data: options');

@@ -255,24 +255,40 @@ Napi::Value tensorData(const Napi::CallbackInfo& info) {
   return readIntoNewArray(info.Env(), source);
 }
 
+// `source`'s block as a new array (typedArrayAdopting), or where that is refused a copy
+// in a new array: on the JS thread, with `source` the block's only holder.
+Napi::TypedArray arrayAdoptingOrCopying(Napi::Env env, const Tensor& source) {
+  Napi::TypedArray array = typedArrayAdopting(env, source.dtype, size_t(source.size()), source.buffer);
+  if (!array.IsEmpty()) return array;
+  array = newTypedArrayNow(env, source.dtype, size_t(source.size()));
+  copyBytes(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), Device::cpu(), source.buffer->data(),
+            Device::cpu(), source.bytes());
+  return array;
+}
+
 // tensorDataDispose(handle): tensorData's new array, the handle disposed at once. Where
-// the tensor's host block is its alone (not a variable's, not viewed by another tensor,
-// not a compiled step's buffer, not JS memory it wraps) and nothing queued can still
-// write it, the array is that block: no copy, and no new pages for the copy (a lookup's
-// 1 MiB result in a loop, read with data(), spent longer in the copy than in the lookup).
-// Otherwise a copy, as tensorData's.
+// the tensor's host block is its alone (no other tensor views it, no queued work holds it,
+// no compiled step keeps it, it is not JS memory the tensor wraps), the array is that
+// block: no copy, and no new pages for the copy (a lookup's 1 MiB result in a loop, read
+// with data(), spent longer in the copy than in the lookup). Otherwise a copy, as
+// tensorData's.
 Napi::Value tensorDataDispose(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const Tensor source = TensorHandle::take(info[0], "tensor");
-  // One owner is this function's copy: nothing else can reach the block to write it.
-  // (Other threads only drop references after their work is done; none can take one.)
-  if (!source.device().isCuda() && source.buffer->owned() && source.buffer.use_count() == 1 &&
-      canSettleNow(env, Device::cpu())) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    Napi::TypedArray array = typedArrayAdopting(env, source.dtype, size_t(source.size()), source.buffer);
-    if (!array.IsEmpty()) return resolvedWith(env, array);
+  Tensor source = TensorHandle::take(info[0], "tensor");
+  // Its only holder is this function: nothing else can reach the block to write it, or
+  // take a new reference (other threads only drop theirs, after their work is done).
+  if (source.device().isCuda() || !source.buffer->owned() || source.buffer.use_count() != 1) {
+    return readIntoNewArray(env, source);
   }
-  return readIntoNewArray(env, source);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (canSettleNow(env, Device::cpu())) return resolvedWith(env, arrayAdoptingOrCopying(env, source));
+  // Earlier calls' promises settle first: the hand-over waits its turn on the host queue.
+  auto held = std::make_shared<Tensor>(std::move(source));
+  return schedule(env, Device::cpu(), makeTask([] {}, [held](Napi::Env env) -> Napi::Value {
+    Napi::TypedArray array = arrayAdoptingOrCopying(env, *held);
+    held->buffer.reset();
+    return array;
+  }));
 }
 
 // tensorDataSync(handle): a host tensor's values now, after every operation queued before

@@ -49,8 +49,10 @@ const Tensor& TensorHandle::unwrap(const Napi::Value& value, const char* argumen
 }
 
 Tensor TensorHandle::take(const Napi::Value& value, const char* argument) {
-  Tensor tensor = unwrap(value, argument);
-  Unwrap(value.As<Napi::Object>())->release();
+  unwrap(value, argument);  // its checks and errors
+  TensorHandle* handle = Unwrap(value.As<Napi::Object>());
+  Tensor tensor = std::move(*handle->tensor_);
+  handle->release();
   return tensor;
 }
 

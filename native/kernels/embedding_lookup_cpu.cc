@@ -36,7 +36,7 @@ constexpr int64_t prefetchDistance(int64_t dim) {
   return std::max(kMinPrefetchIds, std::min(kMaxPrefetchIds, kPrefetchLines / lines));
 }
 
-// The kernel's 8-float vectors only live in registers of inlined code: the ABI note GCC
+// The kernel's vectors only live in registers of inlined code: the ABI note GCC
 // gives about passing them without AVX does not apply.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -77,9 +77,10 @@ enum class LookupIsa { Portable, Avx2, Avx512 };
 
 LookupIsa lookupIsa() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const LookupIsa isa = __builtin_cpu_supports("avx512f") && cpuIsaCap() >= CpuIsa::Avx512 ? LookupIsa::Avx512
-                               : cpuTakesAvx2()                                                     ? LookupIsa::Avx2
-                                                                                                    : LookupIsa::Portable;
+  // The AVX-512 build takes three widths; the AVX2 one every other.
+  static const LookupIsa isa = !cpuTakesAvx2() ? LookupIsa::Portable
+                               : __builtin_cpu_supports("avx512f") && cpuIsaCap() >= CpuIsa::Avx512 ? LookupIsa::Avx512
+                                                                                                    : LookupIsa::Avx2;
   return isa;
 #else
   return LookupIsa::Portable;
@@ -92,7 +93,7 @@ bool embeddingLookupCpu(const EmbeddingLookupArgs& args) {
   switch (lookupIsa()) {
 #if defined(__x86_64__) && defined(__GNUC__)
     case LookupIsa::Avx512:
-      if (args.dim == 32 || args.dim == 64 || args.dim == 128) return avx512::embeddingLookup(args);
+      if (args.dim == 32 || args.dim == 64 || args.dim == 128) return avx512::embeddingLookup<true>(args);
       return avx2::embeddingLookup(args);
     case LookupIsa::Avx2: return avx2::embeddingLookup(args);
 #endif

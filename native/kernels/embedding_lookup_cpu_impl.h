@@ -1,7 +1,8 @@
-// The CPU lookup kernel's body. embedding_lookup_cpu.cc includes it twice: once for
-// the baseline x86-64 / any target, once compiled for AVX2, and picks one at run time.
-// Both do the same float operations in the same order (one rounding per multiply and
-// per add, no FMA), so their results are bit-identical to each other and to CUDA's.
+// The CPU lookup kernel's body. embedding_lookup_cpu.cc includes it three times: for the
+// baseline x86-64 / any target, compiled for AVX2, and for AVX-512 with vectors of 16
+// floats (HB_LOOKUP_LANES), and picks one at run time. All do the same float operations
+// in the same order (one rounding per multiply and per add, no FMA), so their results
+// are bit-identical to each other and to CUDA's.
 //
 // Expects HB_LOOKUP_NAMESPACE to name the namespace to define it in.
 
@@ -164,31 +165,41 @@ bool lookupAllBags(const EmbeddingLookupArgs& a) {
   return !violated.load(std::memory_order_relaxed);
 }
 
-// A width the kernel holds in registers: whole vectors; else 0, any width.
-constexpr int registerWidth(int dim) { return dim % kFloatLanes == 0 ? dim : 0; }
-
-template <typename Id, bool kWeighted, bool kClipped>
+// kWideOnly: the widths of 32 floats and more held in registers, as the AVX-512 build
+// takes them (every other width is left to the AVX2 build, and not compiled here).
+template <typename Id, bool kWeighted, bool kClipped, bool kWideOnly>
 bool dispatchWidth(const EmbeddingLookupArgs& a) {
-  switch (a.dim) {
-    case 8: return lookupAllBags<Id, kWeighted, kClipped, registerWidth(8)>(a);
-    case 16: return lookupAllBags<Id, kWeighted, kClipped, 16>(a);
-    case 32: return lookupAllBags<Id, kWeighted, kClipped, 32>(a);
-    case 64: return lookupAllBags<Id, kWeighted, kClipped, 64>(a);
-    case 128: return lookupAllBags<Id, kWeighted, kClipped, 128>(a);
-    default: return lookupAllBags<Id, kWeighted, kClipped, 0>(a);
+  if constexpr (kWideOnly) {
+    switch (a.dim) {
+      case 32: return lookupAllBags<Id, kWeighted, kClipped, 32>(a);
+      case 64: return lookupAllBags<Id, kWeighted, kClipped, 64>(a);
+      default: return lookupAllBags<Id, kWeighted, kClipped, 128>(a);
+    }
+  } else {
+    switch (a.dim) {
+      case 8: return lookupAllBags<Id, kWeighted, kClipped, 8>(a);
+      case 16: return lookupAllBags<Id, kWeighted, kClipped, 16>(a);
+      case 32: return lookupAllBags<Id, kWeighted, kClipped, 32>(a);
+      case 64: return lookupAllBags<Id, kWeighted, kClipped, 64>(a);
+      case 128: return lookupAllBags<Id, kWeighted, kClipped, 128>(a);
+      default: return lookupAllBags<Id, kWeighted, kClipped, 0>(a);
+    }
   }
 }
 
-template <typename Id>
+template <typename Id, bool kWideOnly>
 bool dispatchVariants(const EmbeddingLookupArgs& a) {
   const bool weighted = a.weights != nullptr;
   const bool clipped = a.maxNorm > 0.0f;
-  if (clipped) return weighted ? dispatchWidth<Id, true, true>(a) : dispatchWidth<Id, false, true>(a);
-  return weighted ? dispatchWidth<Id, true, false>(a) : dispatchWidth<Id, false, false>(a);
+  if (clipped) return weighted ? dispatchWidth<Id, true, true, kWideOnly>(a) : dispatchWidth<Id, false, true, kWideOnly>(a);
+  return weighted ? dispatchWidth<Id, true, false, kWideOnly>(a) : dispatchWidth<Id, false, false, kWideOnly>(a);
 }
 
-inline bool embeddingLookup(const EmbeddingLookupArgs& args) {
-  return args.idsAreInt64 ? dispatchVariants<int64_t>(args) : dispatchVariants<int32_t>(args);
+// kWideOnly: rows of exactly 32, 64 or 128 floats only (see dispatchWidth). A template,
+// so that a build instantiates only the widths it is called for.
+template <bool kWideOnly = false>
+bool embeddingLookup(const EmbeddingLookupArgs& args) {
+  return args.idsAreInt64 ? dispatchVariants<int64_t, kWideOnly>(args) : dispatchVariants<int32_t, kWideOnly>(args);
 }
 
 }  // namespace HB_LOOKUP_NAMESPACE
