@@ -78,7 +78,7 @@ void* allocateHostBlock(size_t size, bool huge = hugePagesWanted()) {
 // of 4096 one-id lookups of dim 16 read into new arrays, 121-171 -> 9-18 us per read
 // (medians of 5 runs, one at 71; dim 64: 372-416 -> 118-133 us, one at 1622). The pieces
 // not handed out wait in the block cache; each is unmapped on its own when freed (Linux
-// splits the huge page). Whether the mapping asks for a 2 MiB page: CarvedPageChoice.
+// splits the huge page). Whether the mapping asks for a 2 MiB page: HugePageChoice.
 // HB_HUGE_PAGES=0 cuts them from 4 KiB pages.
 constexpr size_t kCarvedBlockBytes = size_t(64) << 10;
 
@@ -189,15 +189,15 @@ size_t hostBlockSize(size_t bytes) {
   return std::max(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
 }
 
-// Whether the mappings blocks are cut from ask for a 2 MiB page: only while such pages
-// come cheap. A 2 MiB page's first touch is one fault (50-150 us on a 2-vCPU EPYC VM),
+// Whether a new mapping for blocks under 16 MiB (a 2 MiB one that blocks are cut from, or
+// a block of 2-16 MiB of its own) asks for 2 MiB pages: only while such pages come cheap. A 2 MiB page's first touch is one fault (50-150 us on a 2-vCPU EPYC VM),
 // but where the machine must first find or back the page it took 2-60 ms (a VM's host
 // backing memory it had not yet given the guest; four worker threads whose results V8
 // had not yet collected ran at half the speed they had with 4 KiB pages, whose 512 faults
 // cost about 0.7 ms). So each such mapping's page is touched here and timed: after one
 // slower than 0.5 ms the next 16 mappings take 4 KiB pages, twice as many after each slow
 // one in a row (up to 1024), and 16 again once a 2 MiB page has come fast.
-class CarvedPageChoice {
+class HugePageChoice {
  public:
   bool huge() {
     if (!hugePagesWanted()) return false;
@@ -207,7 +207,7 @@ class CarvedPageChoice {
     return left <= 0;
   }
 
-  // Touches the 2 MiB page at `mapping` and notes what that cost.
+  // Touches the (first) 2 MiB page at `mapping` and notes what that cost.
   void touch(void* mapping) {
     const auto start = std::chrono::steady_clock::now();
     populateForWrite(mapping, kHugePageBytes);
@@ -229,9 +229,28 @@ class CarvedPageChoice {
   std::atomic<int> plainAfterSlow_{kFirstPlainRun};
 };
 
-CarvedPageChoice& carvedPageChoice() {
-  static auto* choice = new CarvedPageChoice();
+HugePageChoice& hugePageChoice() {
+  static auto* choice = new HugePageChoice();
   return *choice;
+}
+
+// Host blocks from 2 MiB up to this size ask for 2 MiB pages only while such pages come
+// fast (HugePageChoice), as carved blocks do: they are a call's results and scratch, read
+// and written in order, which 2 MiB pages only spare faults, and a block this small is
+// 4096 pages of 4 KiB, about what a current core's second-level TLB covers. On this VM a
+// fresh 2 MiB result in 2 MiB pages took about 5 ms when the host had not backed the
+// memory yet, against 0.5 ms in 4 KiB pages (a lookup loop read with data({ dispose: true }),
+// whose results are new blocks until V8 collects the arrays). Larger blocks are tables,
+// read at random rows, where a TLB miss per row costs more: they always ask.
+constexpr size_t kLargestTimedHugeBlockBytes = size_t(16) << 20;
+
+// A block of `size` (2 MiB to kLargestTimedHugeBlockBytes) in a mapping of its own, in
+// 2 MiB pages while they come fast; null when out of memory.
+void* mapTimedHugeBlock(size_t size) {
+  const bool huge = hugePageChoice().huge();
+  void* block = allocateHostBlock(size, huge);
+  if (block != nullptr && huge) hugePageChoice().touch(block);
+  return block;
 }
 
 // A block of `size` (a carvedSize) cut from a new 2 MiB mapping, the mapping's other pieces
@@ -244,10 +263,10 @@ void* carveHostBlocks(size_t size) {
     void* block = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return block == MAP_FAILED ? nullptr : block;
   }
-  const bool huge = carvedPageChoice().huge();
+  const bool huge = hugePageChoice().huge();
   auto* mapping = static_cast<uint8_t*>(allocateHostBlock(kHugePageBytes, huge));
   if (mapping == nullptr) return nullptr;
-  if (huge) carvedPageChoice().touch(mapping);
+  if (huge) hugePageChoice().touch(mapping);
   bool cached = false;
   for (size_t offset = size; offset < kHugePageBytes; offset += size) {
     if (hostCache().give(mapping + offset, size)) {
@@ -270,7 +289,9 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, size_t bytes) {
   HB_CHECK(bytes <= (size_t(1) << 48), "cannot allocate ", bytes, " bytes of host memory");
   if (std::shared_ptr<Buffer> reused = reuseHost(bytes)) return reused;
   const size_t size = hostBlockSize(bytes);
-  void* data = carvedSize(size) ? carveHostBlocks(size) : allocateHostBlock(size);
+  void* data = carvedSize(size)                                                  ? carveHostBlocks(size)
+               : size >= kHugePageBytes && size <= kLargestTimedHugeBlockBytes ? mapTimedHugeBlock(size)
+                                                                                : allocateHostBlock(size);
   HB_CHECK(data != nullptr, "out of host memory allocating ", bytes, " bytes");
   return std::shared_ptr<Buffer>(new Buffer(data, bytes, device, nullptr));
 }
