@@ -250,7 +250,7 @@ Napi::Value readIntoNewArray(Napi::Env env, const Tensor& source) {
 // tensorData(handle[, into]): a promise of a new typed array with the tensor's values (or
 // of `into` with them), read after every operation queued before it on the tensor's device.
 Napi::Value tensorData(const Napi::CallbackInfo& info) {
-  const Tensor& source = TensorHandle::unwrap(info[0], "tensor");
+  const Tensor source = TensorHandle::unwrap(info[0], "tensor");
   if (info.Length() > 1 && !info[1].IsUndefined()) return tensorDataInto(info, source);
   return readIntoNewArray(info.Env(), source);
 }
