@@ -57,12 +57,15 @@ constexpr int64_t prefetchDistance(int64_t dim) {
 #pragma GCC pop_options
 
 // And with 512-bit vectors of 16 floats (AVX-512F; again no FMA), for the widths held in
-// registers of 32 floats and more (32, 64, 128): half the loads and adds. On a 2-vCPU EPYC VM (Zen 5), 1M-row
-// tables, lookups alone in a loop, three alternations of the builds: dim 128, 16384 bags x
-// 20 power-law ids 894-992 -> 715-960 us; 4096 x 20 uniform 268-289 -> 249-251 us; 16384
-// one-id bags 132-172 -> 106-108 us; dim 64, 4096 x 20 power-law 141-146 -> 128-130 us; dim
-// 32 53-57 -> 48-50 us. Narrower rows stay on AVX2, where one 512-bit vector a row was
-// slower: dim 16, 4096 x 20 power-law ids 39-49 -> 48-60 us.
+// registers of 32 floats and more (32, 64, 128): half the loads and adds, which shows
+// where rows come from cache. On a 2-vCPU EPYC VM (Zen 5), lookups alone in a loop, the
+// builds alternated three times: over one small set of ids (rows cached), dim 128, 16384
+// one-id bags 132-172 -> 106-108 us, dim 64, 4096 bags x 20 ids 141-146 -> 128-130 us;
+// bench/embedding.bench.js (1M x 64, 4096 bags x 20 uniform ids, alternated twice)
+// 0.63-0.77 -> 0.58-0.59 ms; other shapes whose rows come from memory within the noise
+// (dim 128, 16384 bags x 20 power-law ids: 2.2-2.7 against 2.3-2.6 ms). One 512-bit
+// vector a row of 16 floats was slower over cached rows (39-49 -> 48-60 us), so narrower
+// rows stay on AVX2.
 #pragma GCC push_options
 #pragma GCC target("avx512f,prefer-vector-width=512")
 #define HB_LOOKUP_NAMESPACE avx512
