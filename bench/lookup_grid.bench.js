@@ -6,8 +6,8 @@
 // JS, three ways: into a new array (out.data()), into one array the loop reuses
 // (out.data(into)), whose pages are mapped already where a new array's are new to the
 // process until V8 collects the old ones, and handed over (out.data({ dispose: true })):
-// the result's own memory becomes the array, with no copy. Both sides take the median of --iters calls per cell, after --warmup
-// calls (a user looks up in a loop: the first calls of a cell also pay for allocator and
+// the result's own memory becomes the array, with no copy. Both sides take the median of
+// --iters calls per cell, after --warmup calls (a user looks up in a loop: the first calls of a cell also pay for allocator and
 // heap growth, on both sides, which a handful of calls does not amortise); the two sides
 // alternate over --rounds rounds (these VMs vary several-fold from run to run), and each
 // cell's ratio is the median over the rounds, printed with its range.

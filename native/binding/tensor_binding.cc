@@ -216,6 +216,12 @@ Napi::Value tensorDataInto(const Napi::CallbackInfo& info, const Tensor& source)
       }));
 }
 
+// A host tensor's values into `array` (of its kind and length), now.
+void copyHostValues(const Tensor& source, const Napi::TypedArray& array) {
+  copyBytes(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), Device::cpu(), source.buffer->data(),
+            Device::cpu(), source.bytes());
+}
+
 // A promise of a new typed array with `source`'s values, read after every operation
 // queued before it on its device.
 Napi::Value readIntoNewArray(Napi::Env env, const Tensor& source) {
@@ -231,8 +237,7 @@ Napi::Value readIntoNewArray(Napi::Env env, const Tensor& source) {
     Napi::TypedArray array = source.bytes() <= kInlineReadBytes ? newTypedArrayNow(env, source.dtype, size_t(source.size()))
                                                                  : reusedTypedArray(env, source.dtype, size_t(source.size()));
     if (!array.IsEmpty()) {
-      copyBytes(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), Device::cpu(), source.buffer->data(),
-                Device::cpu(), source.bytes());
+      copyHostValues(source, array);
       return resolvedWith(env, array);
     }
   }
@@ -261,8 +266,7 @@ Napi::TypedArray arrayAdoptingOrCopying(Napi::Env env, const Tensor& source) {
   Napi::TypedArray array = typedArrayAdopting(env, source.dtype, size_t(source.size()), source.buffer);
   if (!array.IsEmpty()) return array;
   array = newTypedArrayNow(env, source.dtype, size_t(source.size()));
-  copyBytes(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), Device::cpu(), source.buffer->data(),
-            Device::cpu(), source.bytes());
+  copyHostValues(source, array);
   return array;
 }
 

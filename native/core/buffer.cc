@@ -189,8 +189,9 @@ size_t hostBlockSize(size_t bytes) {
   return std::max(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
 }
 
-// Whether a new mapping for blocks under 16 MiB (a 2 MiB one that blocks are cut from, or
-// a block of 2-16 MiB of its own) asks for 2 MiB pages: only while such pages come cheap. A 2 MiB page's first touch is one fault (50-150 us on a 2-vCPU EPYC VM),
+// Whether a new mapping for blocks of at most 16 MiB (a 2 MiB one that blocks are cut
+// from, or a block of 2-16 MiB of its own) asks for 2 MiB pages: only while such pages
+// come cheap. A 2 MiB page's first touch is one fault (50-150 us on a 2-vCPU EPYC VM),
 // but where the machine must first find or back the page it took 2-60 ms (a VM's host
 // backing memory it had not yet given the guest; four worker threads whose results V8
 // had not yet collected ran at half the speed they had with 4 KiB pages, whose 512 faults
@@ -245,7 +246,7 @@ HugePageChoice& hugePageChoice() {
 constexpr size_t kLargestTimedHugeBlockBytes = size_t(16) << 20;
 
 // A block of `size` (2 MiB to kLargestTimedHugeBlockBytes) in a mapping of its own, in
-// 2 MiB pages while they come fast; null when out of memory.
+// 2 MiB pages while they come fast; null when out of memory. Carved blocks' mappings too.
 void* mapTimedHugeBlock(size_t size) {
   const bool huge = hugePageChoice().huge();
   void* block = allocateHostBlock(size, huge);
@@ -263,10 +264,8 @@ void* carveHostBlocks(size_t size) {
     void* block = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return block == MAP_FAILED ? nullptr : block;
   }
-  const bool huge = hugePageChoice().huge();
-  auto* mapping = static_cast<uint8_t*>(allocateHostBlock(kHugePageBytes, huge));
+  auto* mapping = static_cast<uint8_t*>(mapTimedHugeBlock(kHugePageBytes));
   if (mapping == nullptr) return nullptr;
-  if (huge) hugePageChoice().touch(mapping);
   bool cached = false;
   for (size_t offset = size; offset < kHugePageBytes; offset += size) {
     if (hostCache().give(mapping + offset, size)) {

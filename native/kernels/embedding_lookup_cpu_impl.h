@@ -173,7 +173,8 @@ bool dispatchWidth(const EmbeddingLookupArgs& a) {
     switch (a.dim) {
       case 32: return lookupAllBags<Id, kWeighted, kClipped, 32>(a);
       case 64: return lookupAllBags<Id, kWeighted, kClipped, 64>(a);
-      default: return lookupAllBags<Id, kWeighted, kClipped, 128>(a);
+      case 128: return lookupAllBags<Id, kWeighted, kClipped, 128>(a);
+      default: return lookupAllBags<Id, kWeighted, kClipped, 0>(a);  // callers do not send others
     }
   } else {
     switch (a.dim) {
@@ -195,7 +196,7 @@ bool dispatchVariants(const EmbeddingLookupArgs& a) {
   return weighted ? dispatchWidth<Id, true, false, kWideOnly>(a) : dispatchWidth<Id, false, false, kWideOnly>(a);
 }
 
-// kWideOnly: rows of exactly 32, 64 or 128 floats only (see dispatchWidth). A template,
+// kWideOnly: built for rows of 32, 64 and 128 floats only (see dispatchWidth). A template,
 // so that a build instantiates only the widths it is called for.
 template <bool kWideOnly = false>
 bool embeddingLookup(const EmbeddingLookupArgs& args) {
