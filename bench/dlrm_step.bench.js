@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // DLRM training steps through the Estimator on the current device: 13 dense features,
-// 26 tables of 100k rows x 64, MLPs 512-256-64 / 512-256-1, batch 4096, Adagrad.
+// 26 tables of 100k rows x 64, MLPs 512-256-64 / 512-256-1, batch 4096, Adagrad; on the
+// CPU then the same with rows of 16 floats (MLPs 512-256-16 / 512-256-1: the Criteo
+// Kaggle DLRM's embedding width, where the dot interaction's share of the step is larger).
 // Prints steps/s, the share of step time spent outside native code (the Estimator loop,
 // feed building, hooks: should be near zero), where the step's time goes (a profiled run:
 // phases and kernels; on the CPU the GEMMs' share of the FMA peak), and the ratio to PyTorch's step on
@@ -8,6 +10,7 @@
 // the BLAS it loaded is printed; no ratio against a reference-BLAS torch).
 //
 //   [HB_DEVICE=cpu|cuda|cuda:N] node bench/dlrm_step.bench.js [--rows 100000] [--dim 64] [--batch 4096] [--steps 20]
+//   (--dim N: that width only; without it, 64 then 16 on the CPU, 64 on a GPU)
 'use strict';
 const path = require('path');
 const hb = require(path.resolve(__dirname, '..'));
@@ -20,17 +23,22 @@ const { printStepBreakdown, printGemmShare } = require('./breakdown');
 const { native } = require(path.resolve(__dirname, '..', 'dist', 'native'));
 
 const rows = option('rows', 100_000);
-const dim = option('dim', 64);
+const dimGiven = process.argv.some((arg) => arg === '--dim' || arg.startsWith('--dim='));
 const batch = option('batch', 4096);
 const steps = option('steps', 20);
 const numDense = 13;
 const numTables = 26;
-const bottom = [512, 256, dim];
 const top = [512, 256];
 
 async function main() {
   console.log(describeMachine(hb));
   const peak = hb.currentDevice() === 'cpu' ? native.measureFmaPeak(0.5) : undefined;
+  const dims = dimGiven ? [option('dim', 64)] : hb.currentDevice() === 'cpu' ? [64, 16] : [64];
+  for (const dim of dims) await measure(dim, peak);
+}
+
+async function measure(dim, peak) {
+  const bottom = [512, 256, dim];
   const trainer = await dlrmTrainer(hb, { rows, dim, batch });
   const { msPerStep: stepMs, outsideNative } = await trainer.time(steps);
   console.log(`hb-ts DLRM step: ${rows} rows x ${dim} x ${numTables} tables, MLPs ${bottom.join('-')} / ${top.join('-')}-1, batch ${batch}, Adagrad`);
@@ -46,7 +54,7 @@ async function main() {
     const layers = widths.flatMap((w) => w.slice(1).map((out, i) => [w[i], out]));
     const forward = layers.reduce((sum, [inputs, out]) => sum + inputs * out, 0);
     const flops = 2 * batch * (3 * forward - layers[0][0] * layers[0][1]);
-    printGemmShare(peak, profiled, flops, steps, `DLRM step's GEMMs (batch ${batch}) vs the FMA peak`);
+    printGemmShare(peak, profiled, flops, steps, `DLRM step's GEMMs (dim ${dim}, batch ${batch}) vs the FMA peak`);
   }
 
   // The peer's ids follow the same power law as Dataset.synthetic's (alpha 1.1, as workloads.js's dlrmTrainer).

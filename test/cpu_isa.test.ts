@@ -2,9 +2,9 @@
 // time (native/kernels/cpu_isa.h): the GEMMs, the dot interaction, the seeded fills and
 // the lookup, each of which hb.backend().cpuKernels names. The cap is read at process
 // start, so each setting runs in a child process.
-// The fills, the lookup (every width it holds in registers) and the interaction give the
-// same bits on any code path; the
-// GEMMs' AVX2 and AVX-512 kernels agree with each other, and the portable one stays close.
+// The fills, the lookup (every width it holds in registers) and the interaction (forward
+// and gradient) give the same bits on any code path; the GEMMs' AVX2 and AVX-512 kernels
+// agree with each other, and the portable one stays close.
 import { spawnSync } from 'child_process';
 
 const script = `
@@ -42,7 +42,15 @@ const script = `
     const features = 27, width = 64, batch = 37;
     const t = hb.tensor(Float32Array.from({ length: batch * features * width }, (_, i) => Math.sin(i)), [batch, features * width]);
     const [z] = await native.kernelRun('dot_interaction', [t.handle], [[batch, (features * (features - 1)) / 2]], { features });
-    const interaction = digestOf(await new hb.Tensor(z).data());
+    const interaction = [digestOf(await new hb.Tensor(z).data())];
+    // The gradient: rows of 16 floats take the AVX-512 build's blocked path; 64, its row pairs.
+    for (const gradWidth of [16, 64]) {
+      const pairs = (features * (features - 1)) / 2;
+      const x = hb.tensor(Float32Array.from({ length: batch * features * gradWidth }, (_, i) => Math.sin(0.7 * i)), [batch, features * gradWidth]);
+      const dz = hb.tensor(Float32Array.from({ length: batch * pairs }, (_, i) => Math.cos(1.3 * i)), [batch, pairs]);
+      const [dx] = await native.kernelRun('dot_interaction_grad', [dz.handle, x.handle], [[batch, features * gradWidth]], { features });
+      interaction.push(digestOf(await new hb.Tensor(dx).data()));
+    }
     const a = hb.tensor(Float32Array.from({ length: 300 * 500 }, (_, i) => Math.cos(i)), [300, 500]);
     const b = hb.tensor(Float32Array.from({ length: 500 * 70 }, (_, i) => Math.sin(3 * i)), [500, 70]);
     const [c] = await native.kernelRun('matmul', [a.handle, b.handle], [[300, 70]], {});

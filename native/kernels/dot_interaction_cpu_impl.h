@@ -45,12 +45,11 @@ inline void transpose16(Lanes16 v[16]) {
   swapStep<1>(v);
 }
 
-// One block of `count` <= kBlock examples starting at `first`.
-inline void interactionBlock(InteractionRows t, InteractionPairs z, int64_t first, int64_t count, int64_t features,
-                             int64_t width, float* __restrict block) {
+// block[e * kBlock + lane] = element e of example first + lane's F * D values (feature
+// e / D, position e % D); absent lanes (past `count`) hold zeros.
+__attribute__((always_inline)) inline void gatherBlock(InteractionRows t, int64_t first, int64_t count, int64_t features, int64_t width,
+                        float* __restrict block) {
   const int64_t rowWidth = features * width;
-  // block[e * kBlock + lane] = element e of example first + lane's F * D values (feature
-  // e / D, position e % D); absent lanes hold zeros.
   // Feature by feature: the block's rows of one input are one run of memory (F inputs
   // read example by example would be F streams at once).
   if (HB_INTERACTION_SHUFFLE_TRANSPOSE && count == kBlock && width % 16 == 0) {
@@ -75,6 +74,12 @@ inline void interactionBlock(InteractionRows t, InteractionPairs z, int64_t firs
   for (int64_t lane = count; lane < kBlock; ++lane) {
     for (int64_t e = 0; e < rowWidth; ++e) block[e * kBlock + lane] = 0.0f;
   }
+}
+
+// One block of `count` <= kBlock examples starting at `first`.
+inline void interactionBlock(InteractionRows t, InteractionPairs z, int64_t first, int64_t count, int64_t features,
+                             int64_t width, float* __restrict block) {
+  gatherBlock(t, first, count, features, width, block);
   for (int64_t i = 1; i < features; ++i) {
     const float* __restrict ti = block + i * width * kBlock;
     for (int64_t j = 0; j < i; j += kPairsAtOnce) {
@@ -177,6 +182,72 @@ inline void interactionGradRowPair(const float* dz, const float* const* tj, int6
   for (int64_t k = 0; k < kWidth; ++k) dtNext[k] = second[k];
 }
 
+#if HB_INTERACTION_BLOCKED_GRAD_COLUMNS > 0
+// dT of one full block of kBlock examples, one vector lane per example (gatherBlock's
+// layout): per row i, HB_INTERACTION_BLOCKED_GRAD_COLUMNS of its columns at a time, each
+// column's running sum a vector of the block's examples. Each lane sums as
+// interactionGradRow does (from 0, j ascending, j == i skipped, one rounding per multiply
+// and per add), so the bits are the same; but the columns' sums are independent chains,
+// where a row of 16 floats, one vector, was one chain (two with row pairs) waiting on
+// each add. Used for rows of 16 floats (DLRM's Criteo Kaggle width): 27 x 16 at batch
+// 4096 on a 2-vCPU EPYC VM (Zen 5), 5.2-5.6 -> 1.0-1.1 ms. Wider rows are several chains
+// already, and there the block's transposes cost what the chains save (27 x 32 and
+// 27 x 64: the same within the noise).
+inline void interactionGradBlock(InteractionPairGrads dz, InteractionGradRows dt, int64_t first, int64_t features,
+                                 int64_t width, const float* __restrict block, float* __restrict pairBlock) {
+  constexpr int64_t kColumns = HB_INTERACTION_BLOCKED_GRAD_COLUMNS;
+  const int64_t pairs = interactionPairCount(features);
+  // pairBlock[p * kBlock + lane] = dZ[first + lane, p].
+  int64_t p0 = 0;
+#if HB_INTERACTION_SHUFFLE_TRANSPOSE
+  for (; p0 + 16 <= pairs; p0 += 16) {
+    Lanes16 v[16];
+    for (int64_t r = 0; r < 16; ++r) std::memcpy(&v[r], dz.values + (first + r) * dz.rowStride + p0, sizeof(Lanes16));
+    transpose16(v);
+    for (int64_t c = 0; c < 16; ++c) std::memcpy(pairBlock + (p0 + c) * kBlock, &v[c], sizeof(Lanes16));
+  }
+#endif
+  for (int64_t lane = 0; lane < kBlock; ++lane) {
+    const float* g = dz.values + (first + lane) * dz.rowStride;
+    for (int64_t p = p0; p < pairs; ++p) pairBlock[p * kBlock + lane] = g[p];
+  }
+  for (int64_t i = 0; i < features; ++i) {
+    for (int64_t k0 = 0; k0 < width; k0 += kColumns) {
+      Lanes16 acc[kColumns];
+#pragma GCC unroll 16
+      for (int64_t c = 0; c < kColumns; ++c) acc[c] = Lanes16{};
+      for (int64_t j = 0; j < features; ++j) {
+        if (j == i) continue;
+        Lanes16 g;
+        std::memcpy(&g, pairBlock + (j < i ? interactionPairIndex(i, j) : interactionPairIndex(j, i)) * kBlock,
+                    sizeof(Lanes16));
+        const float* __restrict tj = block + (j * width + k0) * kBlock;
+#pragma GCC unroll 16
+        for (int64_t c = 0; c < kColumns; ++c) {
+          Lanes16 x;
+          std::memcpy(&x, tj + c * kBlock, sizeof(Lanes16));
+          acc[c] = acc[c] + g * x;  // -ffp-contract=off: a multiply, then an add
+        }
+      }
+#if HB_INTERACTION_SHUFFLE_TRANSPOSE
+      if constexpr (kColumns == 16) {
+        transpose16(acc);
+        for (int64_t lane = 0; lane < kBlock; ++lane) {
+          std::memcpy(dt.feature[i] + (first + lane) * dt.rowStride + k0, &acc[lane], sizeof(Lanes16));
+        }
+        continue;
+      }
+#endif
+      for (int64_t lane = 0; lane < kBlock; ++lane) {
+        float* to = dt.feature[i] + (first + lane) * dt.rowStride + k0;
+#pragma GCC unroll 16
+        for (int64_t c = 0; c < kColumns; ++c) to[c] = acc[c][lane];
+      }
+    }
+  }
+}
+#endif
+
 // Examples per block of the gradient: their F input rows are copied into one buffer,
 // feature by feature (each input's rows for the block are one run of memory), so the
 // loops read contiguous rows. Reading the F inputs where they are, example by example,
@@ -193,12 +264,26 @@ void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGrad
   const int64_t rowWidth = features * width;
   const int64_t blocks = (batch + kGradBlock - 1) / kGradBlock;
   const int64_t blockWork = std::max<int64_t>(1, kGradBlock * features * features * width);
+#if HB_INTERACTION_BLOCKED_GRAD_COLUMNS > 0
+  static_assert(kGradBlock == kBlock, "the blocked gradient reads gatherBlock's blocks");
+  const bool blocked = width == 16;
+#else
+  const bool blocked = false;
+#endif
   parallelFor(blocks, std::max<int64_t>(1, (int64_t(1) << 15) / blockWork), [&](int64_t k0, int64_t k1) {
     std::unique_ptr<float[]> in(new float[size_t(kGradBlock * rowWidth)]);
     std::unique_ptr<const float*[]> rows(new const float*[size_t(features)]);
+    std::unique_ptr<float[]> pairBlock(blocked ? new float[size_t(kBlock * interactionPairCount(features))] : nullptr);
     for (int64_t k = k0; k < k1; ++k) {
       const int64_t first = k * kGradBlock;
       const int64_t count = std::min(kGradBlock, batch - first);
+#if HB_INTERACTION_BLOCKED_GRAD_COLUMNS > 0
+      if (blocked && count == kBlock) {
+        gatherBlock(t, first, count, features, width, in.get());
+        interactionGradBlock(dz, dt, first, features, width, in.get(), pairBlock.get());
+        continue;
+      }
+#endif
       for (int64_t f = 0; f < features; ++f) {
         for (int64_t e = 0; e < count; ++e) {
           std::memcpy(in.get() + e * rowWidth + f * width, t.feature[f] + (first + e) * t.rowStride,
