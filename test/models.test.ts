@@ -310,6 +310,69 @@ describe('hb.models learn a planted signal', () => {
   });
 });
 
+describe('hb.models: default embedding initializers', () => {
+  // The embeddings' initial values, made by one evaluation (no training step).
+  async function initialEmbeddings(modelFn: hb.estimator.ModelFn): Promise<Map<string, Float32Array>> {
+    const est = new hb.estimator.Estimator({ modelFn, config: quiet() });
+    await est.evaluate(dataset(256, EVAL, 256));
+    const out = new Map<string, Float32Array>();
+    for (const [name, v] of est.variables) if (name.endsWith('_embedding/embedding_weights')) out.set(name, (await v.data()) as Float32Array);
+    expect([...out.keys()].sort()).toEqual(['item_embedding/embedding_weights', 'user_embedding/embedding_weights']);
+    return out;
+  }
+  const stddev = (v: Float32Array) => Math.sqrt(v.reduce((s, x) => s + x * x, 0) / v.length);
+  const largest = (v: Float32Array) => v.reduce((s, x) => Math.max(s, Math.abs(x)), 0);
+  // No `initializer` in the embedding options: each model's own default.
+  const plainInputs = (embedding: hb.featureColumn.EmbeddingColumnOptions = {}): hb.models.ModelInputs => ({
+    numeric: Array.from({ length: numDense }, (_, i) => fc.numericColumn(`I${i + 1}`, { normalizerFn: logCounts })),
+    categorical: tables.map((t) => ({ column: fc.categoricalColumnWithIdentity(t.name, t.vocabularySize), embedding })),
+    embeddingDim: 8,
+  });
+  const rowsOf = (name: string) => tables.find((t) => name.startsWith(`${t.name}_`))!.vocabularySize;
+
+  test('DLRM: uniform in +-sqrt(1 / rows) per table, over inputs and over names', async () => {
+    const overInputs = await initialEmbeddings(hb.models.dlrmModelFn({ inputs: plainInputs(), bottomMlp: [8, 8], topMlp: [8], seed: SEED }));
+    const overNames = await initialEmbeddings(
+      hb.models.dlrmModelFn({ denseFeatures: Array.from({ length: numDense }, (_, i) => `I${i + 1}`), tables: tables.map((t) => ({ name: t.name, numBuckets: t.vocabularySize })), embeddingDim: 8, bottomMlp: [8, 8], topMlp: [8] }),
+    );
+    for (const values of [overInputs, overNames]) {
+      for (const [name, v] of values) {
+        const bound = Math.sqrt(1 / rowsOf(name));
+        expect(largest(v)).toBeLessThanOrEqual(bound);
+        expect(largest(v)).toBeGreaterThan(0.95 * bound);
+        expect(stddev(v)).toBeCloseTo(bound / Math.sqrt(3), 3); // a uniform's
+      }
+    }
+  });
+
+  test('DeepFM: normal, stddev 0.01; DCN: uniform in +-0.05; Wide & Deep: TF\'s 1 / sqrt(dimension)', async () => {
+    for (const v of (await initialEmbeddings(hb.models.deepFMModelFn({ inputs: plainInputs(), hiddenUnits: [8], seed: SEED }))).values()) {
+      expect(largest(v)).toBeLessThanOrEqual(0.02); // truncated at 2 stddev
+      expect(stddev(v)).toBeGreaterThan(0.007);
+      expect(stddev(v)).toBeLessThan(0.011);
+    }
+    for (const v of (await initialEmbeddings(hb.models.dcnModelFn({ inputs: plainInputs(), crossLayers: 1, hiddenUnits: [8], seed: SEED }))).values()) {
+      expect(largest(v)).toBeLessThanOrEqual(0.05);
+      expect(largest(v)).toBeGreaterThan(0.045);
+    }
+    for (const v of (await initialEmbeddings(hb.models.wideAndDeepModelFn({ inputs: plainInputs(), hiddenUnits: [8], seed: SEED }))).values()) {
+      expect(stddev(v)).toBeGreaterThan(0.25); // 1 / sqrt(8) = 0.35, truncated at 2 stddev
+      expect(largest(v)).toBeLessThanOrEqual(2 / Math.sqrt(8));
+    }
+  });
+
+  test('an initializer in the embedding options wins', async () => {
+    const given = plainInputs({ initializer: hb.initializers.constant(0.25) });
+    for (const modelFn of [
+      hb.models.dlrmModelFn({ inputs: given, bottomMlp: [8, 8], topMlp: [8], seed: SEED }),
+      hb.models.deepFMModelFn({ inputs: given, hiddenUnits: [8], seed: SEED }),
+      hb.models.dcnModelFn({ inputs: given, crossLayers: 1, hiddenUnits: [8], seed: SEED }),
+    ]) {
+      for (const v of (await initialEmbeddings(modelFn)).values()) expect(v.every((x) => x === 0.25)).toBe(true);
+    }
+  });
+});
+
 describe('hb.models: seeds, predictions, optimizers', () => {
   test("dlrmModelFn over inputs with numericTransform 'log1p' is the model over names, bit for bit", async () => {
     const run = async (modelFn: hb.estimator.ModelFn) => {

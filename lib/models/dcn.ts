@@ -12,6 +12,7 @@ import {
   checkPositiveInteger,
   checkTraining,
   checkUnits,
+  dcnEmbeddingInitializer,
   embeddingColumns,
   joined,
   logitLayer,
@@ -36,7 +37,8 @@ export interface DcnConfig extends ModelTraining {
 /**
  * DCN-v2, stacked: x0 = concat(numeric, embeddings) -> crossNetworkV2(x0, crossLayers)
  * (`cross/kernel_<l>`, `cross/bias_<l>`) -> MLP (`dnn/hiddenlayer_<i>`) -> `logits`.
- * Adagrad (0.05) by default.
+ * Adagrad (0.05) by default; embeddings without an initializer start uniform in +-0.05,
+ * as Keras' Embedding does.
  */
 export function dcnModelFn(config: DcnConfig): ModelFn {
   const where = 'dcnModelFn';
@@ -46,7 +48,7 @@ export function dcnModelFn(config: DcnConfig): ModelFn {
   const hiddenUnits = checkUnits(given.hiddenUnits, where, 'hiddenUnits');
   const training = checkTraining(given, where);
   refuseWideOptimizer(where, training);
-  const embeddings = embeddingColumns(inputs, where);
+  const embeddings = embeddingColumns(inputs, where, dcnEmbeddingInitializer);
   return (features, labels, mode) => {
     const x0 = joined([numericBlock(inputs, features), ...lookups(embeddings, features)]);
     const crossed = crossNetworkV2(x0, crossLayers, { name: 'cross', kernelInitializer: (l) => glorotUniform({ seed: training.seed + 300 + l }) });

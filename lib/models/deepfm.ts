@@ -11,6 +11,7 @@ import {
   checkInputs,
   checkTraining,
   checkUnits,
+  deepFMEmbeddingInitializer,
   embeddingColumns,
   joined,
   linearColumns,
@@ -37,7 +38,8 @@ export interface DeepFMConfig extends ModelTraining {
  * `linear/linear_model/`) + hb.layers.fmInteraction(embeddings) + MLP(concat(numeric,
  * embeddings)) (`dnn/hiddenlayer_<i>`, `dnn/logits`). The FM and the MLP share the
  * embeddings. Adagrad (0.05) for all by default; makeWideOptimizer trains the first-order
- * term apart.
+ * term apart. Embeddings without an initializer start as a normal of stddev 0.01
+ * (the DeepFM paper's code).
  */
 export function deepFMModelFn(config: DeepFMConfig): ModelFn {
   const where = 'deepFMModelFn';
@@ -55,7 +57,7 @@ export function deepFMModelFn(config: DeepFMConfig): ModelFn {
         `'${inputs.categorical[0].column.name}' has ${inputs.categorical[0].dimension} but '${odd.column.name}' has ${odd.dimension}`,
     );
   }
-  const embeddings = embeddingColumns(inputs, where);
+  const embeddings = embeddingColumns(inputs, where, deepFMEmbeddingInitializer);
   const linear = linearColumns(inputs, where);
   return (features, labels, mode) => {
     const numeric = numericBlock(inputs, features);

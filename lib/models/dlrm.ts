@@ -16,6 +16,7 @@ import {
   checkTraining,
   checkUnits,
   CheckedTraining,
+  dlrmEmbeddingInitializer,
   embeddingColumns,
   lookups,
   ModelInputs,
@@ -41,7 +42,11 @@ export interface DlrmConfig {
   seed?: number;
 }
 
-/** DLRM over feature columns, as the other hb.models take them. */
+/**
+ * DLRM over feature columns, as the other hb.models take them. Embeddings without an
+ * initializer start uniform in +-sqrt(1 / rows) (the DLRM reference's), as do the
+ * tables of DlrmConfig.
+ */
 export interface DlrmInputsConfig extends ModelTraining {
   /**
    * inputs.numeric go through the bottom MLP as given (normalize them with numericColumn's
@@ -94,9 +99,10 @@ function dlrmFromNames(config: DlrmConfig): ModelFn {
   const { seed } = bottomAndTop(config, config.embeddingDim);
   const training: CheckedTraining = { makeOptimizer: config.makeOptimizer, seed };
   const denseColumns = config.denseFeatures.map((k) => fc.numericColumn(k));
-  const embeddingColumns = config.tables.map((t) =>
-    fc.embeddingColumn(fc.categoricalColumnWithIdentity(t.name, t.numBuckets), config.embeddingDim, { combiner: 'sum' }),
-  );
+  const embeddingColumns = config.tables.map((t) => {
+    const ids = fc.categoricalColumnWithIdentity(t.name, t.numBuckets);
+    return fc.embeddingColumn(ids, config.embeddingDim, { combiner: 'sum', initializer: dlrmEmbeddingInitializer(ids) });
+  });
   return (features, labels, mode) => {
     const counts = fc.DenseFeatures(denseColumns)(features);
     const x = log(addConstant(relu(counts), 1));
@@ -118,7 +124,7 @@ function dlrmFromInputs(config: DlrmInputsConfig): ModelFn {
   if (inputs.categorical.length === 0) throw new Error(`${WHERE}: inputs.categorical must have at least one column (the interaction's embeddings)`);
   const odd = inputs.categorical.find((c) => c.dimension !== inputs.embeddingDim);
   if (odd) throw new Error(`${WHERE}: every embedding must have inputs.embeddingDim (${inputs.embeddingDim}) dimensions for the dot interaction; '${odd.column.name}' has ${odd.dimension}`);
-  const embeddings = embeddingColumns(inputs, WHERE);
+  const embeddings = embeddingColumns(inputs, WHERE, dlrmEmbeddingInitializer);
   return (features, labels, mode) => {
     const x = numericBlock(inputs, features) as SymbolicTensor;
     const logits = dlrmTower(x, () => lookups(embeddings, features), bottomMlp, topMlp, training.seed);
