@@ -824,6 +824,8 @@ describe('dot_interaction', () => {
     [700, 9, 16],
     [37, 27, 64], // DLRM's 26 tables + the bottom MLP; examples run in blocks of 16 on the CPU
     [37, 27, 16], // Criteo Kaggle DLRM's width: the AVX-512 gradient's blocked path (351 pairs: 21 tiles of 16 and 15 more)
+    [32, 2, 16], // the blocked path with one pair
+    [16, 1, 16], // and with none (every gradient zero)
     [20, 5, 16],
     [18, 6, 32],
     [17, 4, 128],
