@@ -43,8 +43,8 @@ const script = `
     const t = hb.tensor(Float32Array.from({ length: batch * features * width }, (_, i) => Math.sin(i)), [batch, features * width]);
     const [z] = await native.kernelRun('dot_interaction', [t.handle], [[batch, (features * (features - 1)) / 2]], { features });
     const interaction = [digestOf(await new hb.Tensor(z).data())];
-    // The gradient: rows of 16 floats take the AVX-512 build's blocked path; 64, its row pairs.
-    for (const gradWidth of [16, 64]) {
+    // The gradient: rows of 8 and 16 floats take the AVX-512 build's blocked path; 64, its row pairs.
+    for (const gradWidth of [8, 16, 64]) {
       const pairs = (features * (features - 1)) / 2;
       const x = hb.tensor(Float32Array.from({ length: batch * features * gradWidth }, (_, i) => Math.sin(0.7 * i)), [batch, features * gradWidth]);
       const dz = hb.tensor(Float32Array.from({ length: batch * pairs }, (_, i) => Math.cos(1.3 * i)), [batch, pairs]);

@@ -826,6 +826,9 @@ describe('dot_interaction', () => {
     [37, 27, 16], // Criteo Kaggle DLRM's width: the AVX-512 gradient's blocked path (351 pairs: 21 tiles of 16 and 15 more)
     [32, 2, 16], // the blocked path with one pair
     [16, 1, 16], // and with none (every gradient zero)
+    [37, 27, 8], // widths not a multiple of 16: the blocked path's last chunk of columns is cut
+    [33, 7, 24],
+    [17, 3, 5],
     [20, 5, 16],
     [18, 6, 32],
     [17, 4, 128],

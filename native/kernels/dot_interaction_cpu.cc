@@ -16,12 +16,12 @@ namespace {
 #define HB_INTERACTION_NAMESPACE portable
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 0
 #define HB_INTERACTION_ROW_PAIRS 0
-#define HB_INTERACTION_BLOCKED_GRAD_COLUMNS 0
+#define HB_INTERACTION_BLOCKED_GRAD 0
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
 #undef HB_INTERACTION_ROW_PAIRS
-#undef HB_INTERACTION_BLOCKED_GRAD_COLUMNS
+#undef HB_INTERACTION_BLOCKED_GRAD
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // The same loops for wider vector units; no FMA, so the results do not change.
@@ -33,12 +33,12 @@ namespace {
 // No blocked gradient: with 16 registers and no one-instruction 16-float transposes, its
 // lanes cost more to fill and empty than they save (DLRM's 27 x 16 at batch 4096 on a
 // 2-vCPU EPYC VM held to AVX2: 1.47 ms row by row, 4.5 ms blocked by 4 columns).
-#define HB_INTERACTION_BLOCKED_GRAD_COLUMNS 0
+#define HB_INTERACTION_BLOCKED_GRAD 0
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
 #undef HB_INTERACTION_ROW_PAIRS
-#undef HB_INTERACTION_BLOCKED_GRAD_COLUMNS
+#undef HB_INTERACTION_BLOCKED_GRAD
 #pragma GCC pop_options
 
 // Only here are 16-float shuffles single instructions, so only here does the block's
@@ -49,14 +49,13 @@ namespace {
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 1
 // 32 vector registers: two gradient rows' running sums at once (HB_INTERACTION_ROW_PAIRS).
 #define HB_INTERACTION_ROW_PAIRS 1
-// The blocked gradient (rows of 16 floats): 16 columns' running sums of 16 lanes, half
-// the registers.
-#define HB_INTERACTION_BLOCKED_GRAD_COLUMNS 16
+// The blocked gradient (16 columns' running sums of 16 lanes, half the registers).
+#define HB_INTERACTION_BLOCKED_GRAD 1
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
 #undef HB_INTERACTION_ROW_PAIRS
-#undef HB_INTERACTION_BLOCKED_GRAD_COLUMNS
+#undef HB_INTERACTION_BLOCKED_GRAD
 #pragma GCC pop_options
 
 enum class VectorUnit { Portable, Avx2, Avx512 };

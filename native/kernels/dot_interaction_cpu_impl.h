@@ -182,40 +182,44 @@ inline void interactionGradRowPair(const float* dz, const float* const* tj, int6
   for (int64_t k = 0; k < kWidth; ++k) dtNext[k] = second[k];
 }
 
-#if HB_INTERACTION_BLOCKED_GRAD_COLUMNS > 0
+#if HB_INTERACTION_BLOCKED_GRAD
+// Floats past a block's end that interactionGradBlock may read (and ignore): its last
+// chunk of 16 columns when the width is not a multiple of 16.
+constexpr int64_t kBlockedGradPadding = 16 * kBlock;
+
 // dT of one full block of kBlock examples, one vector lane per example (gatherBlock's
-// layout): per row i, HB_INTERACTION_BLOCKED_GRAD_COLUMNS of its columns at a time, each
-// column's running sum a vector of the block's examples. Each lane sums as
-// interactionGradRow does (from 0, j ascending, j == i skipped, one rounding per multiply
-// and per add), so the bits are the same; but the columns' sums are independent chains,
-// where a row of 16 floats, one vector, was one chain (two with row pairs) waiting on
-// each add. Used for rows of 16 floats (DLRM's Criteo Kaggle width): 27 x 16 at batch
-// 4096 on a 2-vCPU EPYC VM (Zen 5), 5.2-5.6 -> 1.0-1.1 ms. Wider rows are several chains
-// already, and there the block's transposes cost what the chains save (27 x 32 and
-// 27 x 64: the same within the noise).
+// layout): per row i, 16 of its columns at a time, each column's running sum a vector of
+// the block's examples. Each lane sums as interactionGradRow does (from 0, j ascending,
+// j == i skipped, one rounding per multiply and per add), so the bits are the same; but
+// the 16 columns' sums are independent chains, where a row of 16 floats, one vector, was
+// one chain (two with row pairs) waiting on each add, and a width the row loop has no
+// registers for (8, 24, 48, ...) ran its sums through memory. A width that is not a
+// multiple of 16 computes its last chunk whole (the columns past the row read the next
+// feature's, or the padding) and keeps the columns it has. On a 2-vCPU EPYC VM (Zen 5),
+// 27 features at batch 4096, builds alternated: width 16 5.2-5.6 -> 1.0-1.1 ms, 4 4.6-4.7
+// -> 1.1, 8 4.5-4.8 -> 1.1-1.4, 24 6.2-6.4 -> 2.6-2.7, 48 5.8-6.2 -> 4.5-4.7, 96 9.7-11.7
+// -> 8.6-9.0. Widths 32, 64 and 128 keep the row loop: several chains already, where the
+// block's transposes cost what the chains save (the same within the noise).
 inline void interactionGradBlock(InteractionPairGrads dz, InteractionGradRows dt, int64_t first, int64_t features,
                                  int64_t width, const float* __restrict block, float* __restrict pairBlock) {
-  constexpr int64_t kColumns = HB_INTERACTION_BLOCKED_GRAD_COLUMNS;
   const int64_t pairs = interactionPairCount(features);
   // pairBlock[p * kBlock + lane] = dZ[first + lane, p].
   int64_t p0 = 0;
-#if HB_INTERACTION_SHUFFLE_TRANSPOSE
   for (; p0 + 16 <= pairs; p0 += 16) {
     Lanes16 v[16];
     for (int64_t r = 0; r < 16; ++r) std::memcpy(&v[r], dz.values + (first + r) * dz.rowStride + p0, sizeof(Lanes16));
     transpose16(v);
     for (int64_t c = 0; c < 16; ++c) std::memcpy(pairBlock + (p0 + c) * kBlock, &v[c], sizeof(Lanes16));
   }
-#endif
   for (int64_t lane = 0; lane < kBlock; ++lane) {
     const float* g = dz.values + (first + lane) * dz.rowStride;
     for (int64_t p = p0; p < pairs; ++p) pairBlock[p * kBlock + lane] = g[p];
   }
   for (int64_t i = 0; i < features; ++i) {
-    for (int64_t k0 = 0; k0 < width; k0 += kColumns) {
-      Lanes16 acc[kColumns];
+    for (int64_t k0 = 0; k0 < width; k0 += 16) {
+      Lanes16 acc[16];
 #pragma GCC unroll 16
-      for (int64_t c = 0; c < kColumns; ++c) acc[c] = Lanes16{};
+      for (int64_t c = 0; c < 16; ++c) acc[c] = Lanes16{};
       for (int64_t j = 0; j < features; ++j) {
         if (j == i) continue;
         Lanes16 g;
@@ -223,25 +227,16 @@ inline void interactionGradBlock(InteractionPairGrads dz, InteractionGradRows dt
                     sizeof(Lanes16));
         const float* __restrict tj = block + (j * width + k0) * kBlock;
 #pragma GCC unroll 16
-        for (int64_t c = 0; c < kColumns; ++c) {
+        for (int64_t c = 0; c < 16; ++c) {
           Lanes16 x;
           std::memcpy(&x, tj + c * kBlock, sizeof(Lanes16));
           acc[c] = acc[c] + g * x;  // -ffp-contract=off: a multiply, then an add
         }
       }
-#if HB_INTERACTION_SHUFFLE_TRANSPOSE
-      if constexpr (kColumns == 16) {
-        transpose16(acc);
-        for (int64_t lane = 0; lane < kBlock; ++lane) {
-          std::memcpy(dt.feature[i] + (first + lane) * dt.rowStride + k0, &acc[lane], sizeof(Lanes16));
-        }
-        continue;
-      }
-#endif
+      transpose16(acc);
+      const size_t columnBytes = size_t(std::min<int64_t>(16, width - k0)) * sizeof(float);
       for (int64_t lane = 0; lane < kBlock; ++lane) {
-        float* to = dt.feature[i] + (first + lane) * dt.rowStride + k0;
-#pragma GCC unroll 16
-        for (int64_t c = 0; c < kColumns; ++c) to[c] = acc[c][lane];
+        std::memcpy(dt.feature[i] + (first + lane) * dt.rowStride + k0, &acc[lane], columnBytes);
       }
     }
   }
@@ -264,20 +259,25 @@ void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGrad
   const int64_t rowWidth = features * width;
   const int64_t blocks = (batch + kGradBlock - 1) / kGradBlock;
   const int64_t blockWork = std::max<int64_t>(1, kGradBlock * features * features * width);
-#if HB_INTERACTION_BLOCKED_GRAD_COLUMNS > 0
+#if HB_INTERACTION_BLOCKED_GRAD
   static_assert(kGradBlock == kBlock, "the blocked gradient reads gatherBlock's blocks");
-  const bool blocked = width == 16;
+  // The row loop holds 32, 64 and 128 floats' sums in registers (as pairs of rows for 32
+  // and 64); every other width is blocked.
+  const bool blocked = width != 32 && width != 64 && width != 128;
+  const int64_t padding = blocked ? kBlockedGradPadding : 0;
 #else
   const bool blocked = false;
+  const int64_t padding = 0;
 #endif
   parallelFor(blocks, std::max<int64_t>(1, (int64_t(1) << 15) / blockWork), [&](int64_t k0, int64_t k1) {
-    std::unique_ptr<float[]> in(new float[size_t(kGradBlock * rowWidth)]);
+    // The padding is zeros, never written: what the blocked gradient reads past a block.
+    std::unique_ptr<float[]> in(new float[size_t(kGradBlock * rowWidth + padding)]());
     std::unique_ptr<const float*[]> rows(new const float*[size_t(features)]);
     std::unique_ptr<float[]> pairBlock(blocked ? new float[size_t(kBlock * interactionPairCount(features))] : nullptr);
     for (int64_t k = k0; k < k1; ++k) {
       const int64_t first = k * kGradBlock;
       const int64_t count = std::min(kGradBlock, batch - first);
-#if HB_INTERACTION_BLOCKED_GRAD_COLUMNS > 0
+#if HB_INTERACTION_BLOCKED_GRAD
       if (blocked && count == kBlock) {
         gatherBlock(t, first, count, features, width, in.get());
         interactionGradBlock(dz, dt, first, features, width, in.get(), pairBlock.get());
