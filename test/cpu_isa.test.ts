@@ -20,13 +20,14 @@ const script = `
     const fill = digestOf(await table.data());
     const ids = hb.ragged(BigInt64Array.from({ length: 600 }, (_, i) => BigInt((i * 7919) % 1000)), Int32Array.from({ length: 201 }, (_, i) => i * 3));
     const lookup = digestOf(await (await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'mean' })).data());
-    // Every width held in registers (AVX-512 takes 32, 64 and 128 in vectors of 16), int64
-    // and int32 ids, each of the four variants (weighted or not, clipped or not), with pruned
-    // ids, weights <= 0 and empty bags.
+    // Every width held in registers (AVX-512 takes 32, 64 and 128 in vectors of 16; AVX2 any
+    // other up to 64 with its last vector masked, the table's last row included), int64 and
+    // int32 ids, each of the four variants (weighted or not, clipped or not), with pruned ids,
+    // weights <= 0 and empty bags; 100 sums in memory everywhere.
     const wideLookups = [];
-    const ids32 = hb.ragged(Int32Array.from({ length: 600 }, (_, i) => (i % 41 === 0 ? -1 : (i * 104729) % 1000)), Int32Array.from({ length: 201 }, (_, i) => (i === 200 ? 600 : Math.floor(i / 2) * 6))); // every other bag empty
+    const ids32 = hb.ragged(Int32Array.from({ length: 600 }, (_, i) => (i % 41 === 0 ? -1 : i % 97 === 0 ? 999 : (i * 104729) % 1000)), Int32Array.from({ length: 201 }, (_, i) => (i === 200 ? 600 : Math.floor(i / 2) * 6))); // every other bag empty
     const weights = Float32Array.from({ length: 600 }, (_, i) => (i % 13 === 0 ? -0.5 : 0.25 + (i % 7) / 3));
-    for (const width of [8, 16, 32, 64, 128]) {
+    for (const width of [1, 4, 8, 12, 16, 24, 32, 57, 64, 100, 128]) {
       const wide = hb.variable(hb.initializers.randomUniform({ seed: width }), { shape: [1000, width], name: 'isa_table_' + width });
       for (const batch of [ids, ids32]) {
         for (const combiner of ['sum', 'mean', 'sqrtn']) {

@@ -102,7 +102,8 @@ inline void addWeightedRow(float* __restrict acc, const float* __restrict row, i
 }
 
 // kDim > 0 (a multiple of kFloatLanes): the row width is known at compile time, so a bag's running
-// sum is kDim / kFloatLanes vectors held in registers. (A float array here was kept on
+// sum is kDim / kFloatLanes vectors held in registers. kDim < 0 (HB_LOOKUP_MASKED_TAIL): any
+// width up to -kDim vectors, the last one masked. (A float array here was kept on
 // the stack: zeroed with rep stos, stored and copied out per bag, and those stores held
 // back the prefetches of the rows ahead: 2.5x slower on 1-id bags.) Vector adds and
 // multiplies round once per lane, as the scalar code does. kDim == 0: any width, summed
@@ -129,6 +130,35 @@ inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, 
     float* out = a.out + bag * kDim;
 #pragma GCC unroll 16
     for (int v = 0; v < kVectors; ++v) storeLanes(out + v * kFloatLanes, divisor != 1.0f ? acc[v] / divisor : acc[v]);
+#if HB_LOOKUP_MASKED_TAIL
+  } else if constexpr (kDim < 0) {
+    // -kDim vectors, the last one part of the row (masked loads and stores: the lanes past
+    // the row are neither read, so no fault past the table's end, nor written). Unclipped only.
+    static_assert(!kClipped, "clipped rows take the any-width code");
+    constexpr int kVectors = -kDim;
+    const int64_t dim = a.dim;
+    const int tail = static_cast<int>(dim - (kVectors - 1) * kFloatLanes);  // 1..kFloatLanes
+    const __m256i tailMask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    FloatLanes acc[kVectors];
+#pragma GCC unroll 16
+    for (int v = 0; v < kVectors; ++v) acc[v] = FloatLanes{};
+    const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, dim, distance, violated, [&](const float* row, float weight) {
+#pragma GCC unroll 16
+      for (int v = 0; v < kVectors; ++v) {
+        FloatLanes value = v + 1 < kVectors ? loadLanes(row + v * kFloatLanes)
+                                            : reinterpret_cast<FloatLanes>(_mm256_maskload_ps(row + v * kFloatLanes, tailMask));
+        if (kWeighted) value = value * weight;
+        acc[v] = acc[v] + value;
+      }
+    });
+    float* out = a.out + bag * dim;
+#pragma GCC unroll 16
+    for (int v = 0; v < kVectors; ++v) {
+      const FloatLanes result = divisor != 1.0f ? acc[v] / divisor : acc[v];
+      if (v + 1 < kVectors) storeLanes(out + v * kFloatLanes, result);
+      else _mm256_maskstore_ps(out + v * kFloatLanes, tailMask, reinterpret_cast<__m256>(result));
+    }
+#endif
   } else {
     float* __restrict out = a.out + bag * a.dim;
     for (int64_t k = 0; k < a.dim; ++k) out[k] = 0.0f;
@@ -183,8 +213,24 @@ bool dispatchWidth(const EmbeddingLookupArgs& a) {
       case 32: return lookupAllBags<Id, kWeighted, kClipped, 32>(a);
       case 64: return lookupAllBags<Id, kWeighted, kClipped, 64>(a);
       case 128: return lookupAllBags<Id, kWeighted, kClipped, 128>(a);
-      default: return lookupAllBags<Id, kWeighted, kClipped, 0>(a);
+      default: break;
     }
+#if HB_LOOKUP_MASKED_TAIL
+    if constexpr (!kClipped) {
+      switch ((a.dim + kFloatLanes - 1) / kFloatLanes) {
+        case 1: return lookupAllBags<Id, kWeighted, false, -1>(a);
+        case 2: return lookupAllBags<Id, kWeighted, false, -2>(a);
+        case 3: return lookupAllBags<Id, kWeighted, false, -3>(a);
+        case 4: return lookupAllBags<Id, kWeighted, false, -4>(a);
+        case 5: return lookupAllBags<Id, kWeighted, false, -5>(a);
+        case 6: return lookupAllBags<Id, kWeighted, false, -6>(a);
+        case 7: return lookupAllBags<Id, kWeighted, false, -7>(a);
+        case 8: return lookupAllBags<Id, kWeighted, false, -8>(a);
+        default: break;
+      }
+    }
+#endif
+    return lookupAllBags<Id, kWeighted, kClipped, 0>(a);
   }
 }
 
