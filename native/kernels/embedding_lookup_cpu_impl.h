@@ -2,9 +2,11 @@
 // baseline x86-64 / any target, compiled for AVX2, and for AVX-512 with vectors of 16
 // floats (HB_LOOKUP_LANES), and picks one at run time. All do the same float operations
 // in the same order (one rounding per multiply and per add, no FMA), so their results
-// are bit-identical to each other and to CUDA's.
+// are bit-identical to each other and to CUDA's (a NaN's payload aside).
 //
-// Expects HB_LOOKUP_NAMESPACE to name the namespace to define it in.
+// Expects HB_LOOKUP_NAMESPACE to name the namespace to define it in, and
+// HB_LOOKUP_MASKED_TAIL 1 or 0 (whether widths without a kernel of their own sum in
+// registers; written for vectors of 8 floats).
 
 namespace HB_LOOKUP_NAMESPACE {
 
@@ -35,6 +37,9 @@ inline FloatLanes loadLanes(const float* from) {
 }
 
 inline void storeLanes(float* to, FloatLanes lanes) { std::memcpy(to, &lanes, sizeof(lanes)); }
+
+// A lane mask for FloatLanes: -1 keeps a lane's bits, 0 clears them.
+typedef int32_t FloatMask __attribute__((vector_size(kFloatLanes * sizeof(float))));
 
 // Calls addRow(row, weight) for each entry of the bag that counts, prefetching the rows
 // `distance` entries ahead, and returns what the sum is divided by (1 under sum,
@@ -102,12 +107,12 @@ inline void addWeightedRow(float* __restrict acc, const float* __restrict row, i
 }
 
 // kDim > 0 (a multiple of kFloatLanes): the row width is known at compile time, so a bag's running
-// sum is kDim / kFloatLanes vectors held in registers. kDim < 0 (HB_LOOKUP_MASKED_TAIL): any
-// width up to -kDim vectors, the last one masked. (A float array here was kept on
+// sum is kDim / kFloatLanes vectors held in registers. (A float array here was kept on
 // the stack: zeroed with rep stos, stored and copied out per bag, and those stores held
 // back the prefetches of the rows ahead: 2.5x slower on 1-id bags.) Vector adds and
-// multiplies round once per lane, as the scalar code does. kDim == 0: any width, summed
-// in the output row.
+// multiplies round once per lane, as the scalar code does. kDim < 0 (HB_LOOKUP_MASKED_TAIL):
+// the widths of -kDim vectors, 8 * (-kDim - 1) + 1 to 8 * -kDim floats, the last vector
+// cut to the row. kDim == 0: any width, summed in the output row.
 template <typename Id, bool kWeighted, bool kClipped, int kDim>
 inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, int64_t distance, bool& violated) {
   const float maxNorm = a.maxNorm;
@@ -132,21 +137,36 @@ inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, 
     for (int v = 0; v < kVectors; ++v) storeLanes(out + v * kFloatLanes, divisor != 1.0f ? acc[v] / divisor : acc[v]);
 #if HB_LOOKUP_MASKED_TAIL
   } else if constexpr (kDim < 0) {
-    // -kDim vectors, the last one part of the row (masked loads and stores: the lanes past
-    // the row are neither read, so no fault past the table's end, nor written). Unclipped only.
-    static_assert(!kClipped, "clipped rows take the any-width code");
+    // -kDim vectors, the last one part of the row. Its lanes past the row are read whole
+    // from the table (the next row's floats) and zeroed, except for rows within a vector of
+    // the table's end, whose last floats are read one by one: no read past the table (masked
+    // loads would do it in one instruction, but AMD leaves faults on their masked-out lanes
+    // to the implementation). Those lanes are never stored: the row's last floats are
+    // written one by one, as the next bag's row may be another thread's. Unclipped only.
+    static_assert(!kClipped && kFloatLanes == 8, "unclipped rows in vectors of 8 only");
     constexpr int kVectors = -kDim;
+    constexpr int64_t kLast = (kVectors - 1) * kFloatLanes;  // where the last vector starts
     const int64_t dim = a.dim;
-    const int tail = static_cast<int>(dim - (kVectors - 1) * kFloatLanes);  // 1..kFloatLanes
-    const __m256i tailMask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const int tail = static_cast<int>(dim - kLast);  // 1..kFloatLanes
+    FloatMask keep;
+    for (int lane = 0; lane < kFloatLanes; ++lane) keep[lane] = lane < tail ? -1 : 0;
+    // A row starting past this float of the table cannot load its last vector whole.
+    const int64_t lastWholeLoad = a.rows * dim - kLast - kFloatLanes;
     FloatLanes acc[kVectors];
 #pragma GCC unroll 16
     for (int v = 0; v < kVectors; ++v) acc[v] = FloatLanes{};
     const float divisor = forEachBagRow<Id, kWeighted>(a, ids, bag, dim, distance, violated, [&](const float* row, float weight) {
 #pragma GCC unroll 16
       for (int v = 0; v < kVectors; ++v) {
-        FloatLanes value = v + 1 < kVectors ? loadLanes(row + v * kFloatLanes)
-                                            : reinterpret_cast<FloatLanes>(_mm256_maskload_ps(row + v * kFloatLanes, tailMask));
+        FloatLanes value;
+        if (v + 1 < kVectors) {
+          value = loadLanes(row + v * kFloatLanes);
+        } else if (row - a.table <= lastWholeLoad) {
+          value = reinterpret_cast<FloatLanes>(reinterpret_cast<FloatMask>(loadLanes(row + kLast)) & keep);
+        } else {
+          value = FloatLanes{};
+          for (int lane = 0; lane < tail; ++lane) value[lane] = row[kLast + lane];
+        }
         if (kWeighted) value = value * weight;
         acc[v] = acc[v] + value;
       }
@@ -155,8 +175,11 @@ inline void lookupBag(const EmbeddingLookupArgs& a, const Id* ids, int64_t bag, 
 #pragma GCC unroll 16
     for (int v = 0; v < kVectors; ++v) {
       const FloatLanes result = divisor != 1.0f ? acc[v] / divisor : acc[v];
-      if (v + 1 < kVectors) storeLanes(out + v * kFloatLanes, result);
-      else _mm256_maskstore_ps(out + v * kFloatLanes, tailMask, reinterpret_cast<__m256>(result));
+      if (v + 1 < kVectors) {
+        storeLanes(out + v * kFloatLanes, result);
+      } else {
+        for (int lane = 0; lane < tail; ++lane) out[kLast + lane] = result[lane];
+      }
     }
 #endif
   } else {
