@@ -59,8 +59,8 @@ constexpr int64_t prefetchDistance(int64_t dim) {
 // sums in registers too, the row's last vector cut to the row: they summed in the output
 // row, in memory, at 2-3x the time of the widths around them. 4096 bags x 20
 // ids over 100k-row tables, lookups alone on a 2-vCPU EPYC VM (Zen 5), builds alternated
-// three times: dim 4 135-178 -> 70-75 us (dim 8: 62), 12 149-153 -> 80-99, 24 149-185 ->
-// 84-111, 48 242-280 -> 159-214.
+// three times: dim 4 139-181 -> 91-98 us (dim 8: 62), 12 150-185 -> 108-110, 24 161-175 ->
+// 102-122, 48 232-252 -> 162-167 (one run 335).
 #define HB_LOOKUP_MASKED_TAIL 1
 #include "native/kernels/embedding_lookup_cpu_impl.h"
 #undef HB_LOOKUP_MASKED_TAIL
