@@ -829,6 +829,8 @@ describe('dot_interaction', () => {
     [37, 27, 8], // widths not a multiple of 16: the blocked path's last chunk of columns is cut
     [33, 7, 24],
     [17, 3, 5],
+    [17, 4, 48], // a multiple of 16 past 16 that has no row loop of its own: blocked, three whole chunks
+    [16, 3, 1],
     [20, 5, 16],
     [18, 6, 32],
     [17, 4, 128],

@@ -199,8 +199,9 @@ export function embeddingColumns(
 
 /**
  * DLRM's reference (facebookresearch/dlrm, and TorchRec's default): uniform in
- * +-sqrt(1 / rows) per table. A table without a row count (a dynamic one) keeps the
- * embedding column's default.
+ * +-sqrt(1 / rows) per table, rows the column's bucket count (a dynamic table's too). A
+ * column without one (an identity column with no numBuckets) keeps the embedding column's
+ * default.
  */
 export function dlrmEmbeddingInitializer(column: fc.CategoricalColumn): Initializer | undefined {
   if (!Number.isFinite(column.numBuckets) || column.numBuckets < 1) return undefined;

@@ -47,8 +47,8 @@ inline void transpose16(Lanes16 v[16]) {
 
 // block[e * kBlock + lane] = element e of example first + lane's F * D values (feature
 // e / D, position e % D); absent lanes (past `count`) hold zeros.
-__attribute__((always_inline)) inline void gatherBlock(InteractionRows t, int64_t first, int64_t count, int64_t features, int64_t width,
-                        float* __restrict block) {
+__attribute__((always_inline)) inline void gatherBlock(InteractionRows t, int64_t first, int64_t count,
+                                                       int64_t features, int64_t width, float* __restrict block) {
   const int64_t rowWidth = features * width;
   // Feature by feature: the block's rows of one input are one run of memory (F inputs
   // read example by example would be F streams at once).
@@ -190,16 +190,19 @@ constexpr int64_t kBlockedGradPadding = 16 * kBlock;
 // dT of one full block of kBlock examples, one vector lane per example (gatherBlock's
 // layout): per row i, 16 of its columns at a time, each column's running sum a vector of
 // the block's examples. Each lane sums as interactionGradRow does (from 0, j ascending,
-// j == i skipped, one rounding per multiply and per add), so the bits are the same; but
-// the 16 columns' sums are independent chains, where a row of 16 floats, one vector, was
-// one chain (two with row pairs) waiting on each add, and a width the row loop has no
-// registers for (8, 24, 48, ...) ran its sums through memory. A width that is not a
-// multiple of 16 computes its last chunk whole (the columns past the row read the next
-// feature's, or the padding) and keeps the columns it has. On a 2-vCPU EPYC VM (Zen 5),
-// 27 features at batch 4096, builds alternated: width 16 5.2-5.6 -> 1.0-1.1 ms, 4 4.6-4.7
-// -> 1.1, 8 4.5-4.8 -> 1.1-1.4, 24 6.2-6.4 -> 2.6-2.7, 48 5.8-6.2 -> 4.5-4.7, 96 9.7-11.7
-// -> 8.6-9.0. Widths 32, 64 and 128 keep the row loop: several chains already, where the
-// block's transposes cost what the chains save (the same within the noise).
+// j == i skipped, one rounding per multiply and per add), so the bits are the same. The
+// loop is 16 vector multiplies and adds whatever the width, where the row loop holds its
+// sums in registers only for the widths it has code for (16, 32, 64, 128) and ran the
+// others' through memory, one store and reload per term. And at 16, GCC made the row-pair
+// loop below into scalar multiplies and adds between shuffles (vmulss / vaddss in
+// `perf annotate`), 4-5x the forward pass; a change elsewhere in this file let it come out
+// as vectors again (1.1-1.2 ms against the blocked path's 1.0-1.2), so 16 is blocked too,
+// rather than hang on that. A width that is not a multiple of 16 computes its last chunk
+// whole (the columns past the row read the next feature's, or the padding) and keeps the
+// columns it has. On a 2-vCPU EPYC VM (Zen 5), 27 features at batch 4096, builds
+// alternated: width 16 5.2-5.6 -> 1.0-1.1 ms, 4 4.6-4.7 -> 1.1, 8 4.5-4.8 -> 1.1-1.4, 24
+// 6.2-6.4 -> 2.6-2.7, 48 5.8-6.2 -> 4.5-4.7, 96 9.7-11.7 -> 8.6-9.0. Widths 32, 64 and 128
+// keep the row loop (the same within the noise).
 inline void interactionGradBlock(InteractionPairGrads dz, InteractionGradRows dt, int64_t first, int64_t features,
                                  int64_t width, const float* __restrict block, float* __restrict pairBlock) {
   const int64_t pairs = interactionPairCount(features);
@@ -270,8 +273,9 @@ void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGrad
   const int64_t padding = 0;
 #endif
   parallelFor(blocks, std::max<int64_t>(1, (int64_t(1) << 15) / blockWork), [&](int64_t k0, int64_t k1) {
-    // The padding is zeros, never written: what the blocked gradient reads past a block.
-    std::unique_ptr<float[]> in(new float[size_t(kGradBlock * rowWidth + padding)]());
+    std::unique_ptr<float[]> in(new float[size_t(kGradBlock * rowWidth + padding)]);
+    // What the blocked gradient reads past a block: zeros, never written.
+    std::fill(in.get() + kGradBlock * rowWidth, in.get() + kGradBlock * rowWidth + padding, 0.0f);
     std::unique_ptr<const float*[]> rows(new const float*[size_t(features)]);
     std::unique_ptr<float[]> pairBlock(blocked ? new float[size_t(kBlock * interactionPairCount(features))] : nullptr);
     for (int64_t k = k0; k < k1; ++k) {
