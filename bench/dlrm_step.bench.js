@@ -23,7 +23,7 @@ const { printStepBreakdown, printGemmShare } = require('./breakdown');
 const { native } = require(path.resolve(__dirname, '..', 'dist', 'native'));
 
 const rows = option('rows', 100_000);
-const dimGiven = process.argv.some((arg) => arg === '--dim' || arg.startsWith('--dim='));
+const dimGiven = process.argv.includes('--dim');
 const batch = option('batch', 4096);
 const steps = option('steps', 20);
 const numDense = 13;

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 
-
 #include "native/core/thread_pool.h"
 #include "native/kernels/cpu_isa.h"
 #include "native/kernels/embedding_lookup.h"
