@@ -45,6 +45,16 @@ inline void transpose16(Lanes16 v[16]) {
   swapStep<1>(v);
 }
 
+// 16 floats from each of kBlock rows (row r at rows + r * rowStride) into lanes:
+// lanes[c * kBlock + r] = row r's float c. One 16 x 16 transpose in registers: whole-line
+// loads and stores.
+inline void tileToLanes(const float* rows, int64_t rowStride, float* __restrict lanes) {
+  Lanes16 v[16];
+  for (int64_t r = 0; r < 16; ++r) std::memcpy(&v[r], rows + r * rowStride, sizeof(Lanes16));
+  transpose16(v);
+  for (int64_t c = 0; c < 16; ++c) std::memcpy(lanes + c * kBlock, &v[c], sizeof(Lanes16));
+}
+
 // block[e * kBlock + lane] = element e of example first + lane's F * D values (feature
 // e / D, position e % D); absent lanes (past `count`) hold zeros.
 __attribute__((always_inline)) inline void gatherBlock(InteractionRows t, int64_t first, int64_t count,
@@ -53,13 +63,10 @@ __attribute__((always_inline)) inline void gatherBlock(InteractionRows t, int64_
   // Feature by feature: the block's rows of one input are one run of memory (F inputs
   // read example by example would be F streams at once).
   if (HB_INTERACTION_SHUFFLE_TRANSPOSE && count == kBlock && width % 16 == 0) {
-    // 16 x 16 tiles turned in registers: whole-line loads and stores, not one float each.
+    // 16 x 16 tiles turned in registers, not one float at a time.
     for (int64_t f = 0; f < features; ++f) {
       for (int64_t k0 = 0; k0 < width; k0 += 16) {
-        Lanes16 v[16];
-        for (int64_t r = 0; r < 16; ++r) std::memcpy(&v[r], t.feature[f] + (first + r) * t.rowStride + k0, sizeof(Lanes16));
-        transpose16(v);
-        for (int64_t c = 0; c < 16; ++c) std::memcpy(block + (f * width + k0 + c) * kBlock, &v[c], sizeof(Lanes16));
+        tileToLanes(t.feature[f] + first * t.rowStride + k0, t.rowStride, block + (f * width + k0) * kBlock);
       }
     }
   } else {
@@ -208,12 +215,7 @@ inline void interactionGradBlock(InteractionPairGrads dz, InteractionGradRows dt
   const int64_t pairs = interactionPairCount(features);
   // pairBlock[p * kBlock + lane] = dZ[first + lane, p].
   int64_t p0 = 0;
-  for (; p0 + 16 <= pairs; p0 += 16) {
-    Lanes16 v[16];
-    for (int64_t r = 0; r < 16; ++r) std::memcpy(&v[r], dz.values + (first + r) * dz.rowStride + p0, sizeof(Lanes16));
-    transpose16(v);
-    for (int64_t c = 0; c < 16; ++c) std::memcpy(pairBlock + (p0 + c) * kBlock, &v[c], sizeof(Lanes16));
-  }
+  for (; p0 + 16 <= pairs; p0 += 16) tileToLanes(dz.values + first * dz.rowStride + p0, dz.rowStride, pairBlock + p0 * kBlock);
   for (int64_t lane = 0; lane < kBlock; ++lane) {
     const float* g = dz.values + (first + lane) * dz.rowStride;
     for (int64_t p = p0; p < pairs; ++p) pairBlock[p * kBlock + lane] = g[p];
