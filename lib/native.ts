@@ -341,6 +341,18 @@ export interface NativeAddon {
   /** Frees the buffer's blocks now (work in flight keeps what it reads). */
   shuffleBufferRelease(buffer: NativeShuffleBuffer): void;
 
+  /**
+   * Dataset.synthetic's rows [firstRow, firstRow + n) (native/data/synthetic_rows.h),
+   * written into the block's arrays: label and each dense column n values, each table's
+   * row splits n + 1, its ids at least n * hotness[1]. Synchronous: reader threads call it.
+   */
+  syntheticRows(
+    spec: { seed: number; numDense: number; tables: Array<{ vocabularySize: number; hotness: [number, number]; alpha: number }> },
+    firstRow: number,
+    n: number,
+    outputs: { label: Float32Array; dense: Float32Array[]; splits: Int32Array[]; ids: BigInt64Array[] },
+  ): void;
+
   /** The kernel table: names, inputs, outputs, dtypes, attrs (native/exec/kernel_def.h). */
   kernelRegistry(): NativeKernelRegistry;
 

@@ -2,8 +2,8 @@
 // time (native/kernels/cpu_isa.h): the GEMMs, the dot interaction, the seeded fills and
 // the lookup, each of which hb.backend().cpuKernels names. The cap is read at process
 // start, so each setting runs in a child process.
-// The fills, the lookup (every width it holds in registers) and the interaction (forward
-// and gradient) give the same bits on any code path; the GEMMs' AVX2 and AVX-512 kernels
+// The fills, the lookup (every width it holds in registers), the interaction (forward
+// and gradient) and Dataset.synthetic's rows give the same bits on any code path; the GEMMs' AVX2 and AVX-512 kernels
 // agree with each other, and the portable one stays close.
 import { spawnSync } from 'child_process';
 
@@ -56,7 +56,13 @@ const script = `
     const b = hb.tensor(Float32Array.from({ length: 500 * 70 }, (_, i) => Math.sin(3 * i)), [500, 70]);
     const [c] = await native.kernelRun('matmul', [a.handle, b.handle], [[300, 70]], {});
     const product = await new hb.Tensor(c).data();
-    console.log(JSON.stringify({ isa: native.measureFmaPeak(0.01).isa, kernels: hb.backend().cpuKernels, fill, lookup, wideLookups, interaction, gemm: digestOf(product), first: product[0] }));
+    // Dataset.synthetic's rows: the permutation's lanes (domains of 2^14, 2^20, 2^32: the
+    // widest lanes hold, and 2^34: one id at a time) and the ids' weights, through the labels.
+    const n = 3000, tables = [10_000, 1_000_000, 2 ** 32, 2 ** 33 + 5].map((vocabularySize) => ({ vocabularySize, hotness: [0, 3], alpha: 1.05 }));
+    const rows = { label: new Float32Array(n), dense: [new Float32Array(n)], splits: tables.map(() => new Int32Array(n + 1)), ids: tables.map(() => new BigInt64Array(3 * n)) };
+    native.syntheticRows({ seed: 5, numDense: 1, tables }, 2 ** 33, n, rows);
+    const synthetic = [rows.label, rows.dense[0], ...rows.splits, ...rows.ids.map((ids) => new Uint32Array(ids.buffer))].map(digestOf);
+    console.log(JSON.stringify({ isa: native.measureFmaPeak(0.01).isa, kernels: hb.backend().cpuKernels, fill, lookup, wideLookups, interaction, synthetic, gemm: digestOf(product), first: product[0] }));
   })().catch((e) => { console.error(e); process.exit(2); });`;
 
 function runWith(cap: string | undefined) {
@@ -86,7 +92,7 @@ describe('HB_CPU_ISA (the vector instructions the host kernels may use)', () => 
     expect(['avx2', 'portable']).toContain(avx2.isa); // portable on a CPU without AVX2 + FMA
     expect(unreadable.isa).toBe(best.isa);
     for (const child of [avx2, portable, unreadable]) {
-      expect([child.fill, child.lookup, child.wideLookups, child.interaction]).toEqual([best.fill, best.lookup, best.wideLookups, best.interaction]);
+      expect([child.fill, child.lookup, child.wideLookups, child.interaction, child.synthetic]).toEqual([best.fill, best.lookup, best.wideLookups, best.interaction, best.synthetic]);
     }
     if (avx2.isa === 'avx2' && best.isa !== 'portable') expect(avx2.gemm).toBe(best.gemm);
     expect(Math.abs(portable.first - best.first)).toBeLessThan(1e-3 * Math.max(1, Math.abs(best.first)));

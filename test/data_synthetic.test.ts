@@ -1,7 +1,10 @@
 // hb.data.Dataset.synthetic: determinism, the power-law id distribution, hotness, and
 // labels that a model can learn.
 import * as hb from '../lib';
+import { native } from '../lib/native';
+import type { SyntheticSpec } from '../lib/data/synthetic_model';
 import { collect, rowsOf } from './support/data';
+import { referenceRows } from './support/synthetic_reference';
 
 function concatIds(batches: hb.data.Batch[], name: string): { ids: number[]; lengths: number[] } {
   const ids: number[] = [];
@@ -222,6 +225,48 @@ describe('Dataset.synthetic', () => {
     const small = rowsOf([await first(hb.data.Dataset.synthetic({ ...huge, numSamples: 64 }))]);
     expect(rowsOf([await first(hb.data.Dataset.synthetic(huge))])).toEqual(small);
     expect((await first(hb.data.Dataset.synthetic({ ...huge, partitionCount: 3, partitionIndex: 2 }))).labels).toHaveLength(64);
+  });
+
+  test('rows are those of the JS generator it replaced, bit for bit (ids, splits, dense values, labels)', () => {
+    const table = (vocabularySize: number, hotness: [number, number], alpha: number) => ({ name: 't', vocabularySize, hotness, alpha });
+    const specs: Array<[string, SyntheticSpec, number]> = [
+      ['the main job (13 dense, 26 tables of 10000)', { numDense: 13, tables: Array.from({ length: 26 }, () => table(10_000, [1, 1], 1.1)), seed: 0 }, 0],
+      ['rows past 2^32, another seed', { numDense: 13, tables: [table(10_000, [1, 1], 1.1)], seed: 4_000_000_000 }, 2 ** 40 + 3],
+      ['alpha 0, 1 and 2.5; hotness [0, 3], 0 and 4', { numDense: 2, tables: [table(1000, [0, 3], 0), table(777, [0, 0], 1), table(50_000, [4, 4], 2.5)], seed: 7 }, 5],
+      ['vocabularies of 1, 2, 2^40 + 7 and 2^52', { numDense: 0, tables: [table(1, [1, 2], 1.1), table(2, [1, 1], 0.5), table(2 ** 40 + 7, [2, 2], 1.05), table(2 ** 52, [1, 1], 0)], seed: 3 }, 11],
+    ];
+    for (const [what, spec, firstRow] of specs) {
+      const n = 1500;
+      const want = referenceRows(spec, firstRow, n);
+      const label = new Float32Array(n);
+      const dense = want.dense.map(() => new Float32Array(n));
+      const splits = spec.tables.map(() => new Int32Array(n + 1));
+      const ids = spec.tables.map((t) => new BigInt64Array(n * t.hotness[1]));
+      native.syntheticRows(spec, firstRow, n, { label, dense, splits, ids });
+      expect([what, Array.from(label)]).toEqual([what, Array.from(want.label)]);
+      dense.forEach((column, j) => expect([what, j, Array.from(column)]).toEqual([what, j, Array.from(want.dense[j])]));
+      splits.forEach((column, t) => {
+        expect([what, t, Array.from(column)]).toEqual([what, t, Array.from(want.splits[t])]);
+        expect([what, t, Array.from(ids[t].subarray(0, column[n]))]).toEqual([what, t, Array.from(want.ids[t])]);
+      });
+    }
+  });
+
+  test('the native generator checks its arguments before it writes', () => {
+    const spec = { seed: 1, numDense: 1, tables: [{ vocabularySize: 10, hotness: [1, 2] as [number, number], alpha: 1.1 }] };
+    const outputs = (n: number, idsLength = 2 * n) => ({ label: new Float32Array(n), dense: [new Float32Array(n)], splits: [new Int32Array(n + 1)], ids: [new BigInt64Array(idsLength)] });
+    expect(() => native.syntheticRows(spec, 0, 8, outputs(8, 15))).toThrow(/outputs\.ids\[0\] has 15 values; the rows need 16/);
+    expect(() => native.syntheticRows(spec, 0, 9, outputs(8))).toThrow(/outputs\.label has 8 values; the rows need 9/);
+    expect(() => native.syntheticRows(spec, 0, 8, { ...outputs(8), dense: [] })).toThrow(/outputs\.dense must have 1 entries, got 0/);
+    expect(() => native.syntheticRows(spec, 0, 8, { ...outputs(8), splits: [new Float32Array(9) as unknown as Int32Array] })).toThrow(/outputs\.splits\[0\] must be a int32 array, got float32/);
+    expect(() => native.syntheticRows(spec, -1, 8, outputs(8))).toThrow(/firstRow must be an integer in \[0, /);
+    expect(() => native.syntheticRows(spec, 2 ** 53 - 4, 8, outputs(8))).toThrow(/n must be an integer in \[0, 3\]/);
+    expect(() => native.syntheticRows({ ...spec, tables: [{ vocabularySize: 0, hotness: [1, 1], alpha: 1 }] }, 0, 8, outputs(8))).toThrow(/spec\.tables\[0\]\.vocabularySize must be an integer in \[1, /);
+    expect(() => native.syntheticRows({ ...spec, tables: [{ vocabularySize: 10, hotness: [2, 1], alpha: 1 }] }, 0, 8, outputs(8))).toThrow(/spec\.tables\[0\]\.hotness\[1\] must be an integer in \[2, /);
+    expect(() => native.syntheticRows({ ...spec, tables: [{ vocabularySize: 10, hotness: [1, 2], alpha: NaN }] }, 0, 8, outputs(8))).toThrow(/spec\.tables\[0\]\.alpha must be a number >= 0/);
+    expect(() => native.syntheticRows({ ...spec, tables: [{ vocabularySize: 10, hotness: [1, 2 ** 30], alpha: 1 }] }, 0, 8, outputs(8))).toThrow(/make more than 2\^31 - 1 ids/);
+    const shared = { ...outputs(8), label: new Float32Array(new SharedArrayBuffer(32)) };
+    expect(() => native.syntheticRows(spec, 0, 8, shared)).toThrow(/outputs\.label is backed by a SharedArrayBuffer/);
   });
 
   test('bad options are Errors naming the option', () => {

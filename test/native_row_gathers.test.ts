@@ -11,7 +11,7 @@ import * as path from 'path';
 import * as hb from '../lib';
 import { native, NativeRowBlockColumn } from '../lib/native';
 import { columnsOf, concatRowRanges, concatRowRangesOffThread, describeColumns } from '../lib/data/row_gather';
-import { RowRandom } from '../lib/data/synthetic_model';
+import { RowRandom } from './support/synthetic_reference';
 import { passSeed } from '../lib/data/shuffle';
 import { collect, rowsOf } from './support/data';
 

@@ -18,6 +18,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exportEmbedding(env, exports);
   exportRowGather(env, exports);
   exportShuffleBuffer(env, exports);
+  exportSyntheticRows(env, exports);
   exportStrings(env, exports);
   exportRouting(env, exports);
   exportTrain(env, exports);

@@ -12,6 +12,7 @@ void exportTensor(Napi::Env env, Napi::Object exports);
 void exportEmbedding(Napi::Env env, Napi::Object exports);
 void exportRowGather(Napi::Env env, Napi::Object exports);
 void exportShuffleBuffer(Napi::Env env, Napi::Object exports);
+void exportSyntheticRows(Napi::Env env, Napi::Object exports);
 void exportStrings(Napi::Env env, Napi::Object exports);
 void exportRouting(Napi::Env env, Napi::Object exports);
 void exportTrain(Napi::Env env, Napi::Object exports);

@@ -1,6 +1,7 @@
-// The row-seeded generator of lib/data/synthetic_model.ts (RowRandom over mix), bit for
-// bit: the native shuffle draws the same numbers the JS one did, so a seed gives the same
-// order whichever side shuffles, and tests check one against the other.
+// The row-seeded generator Dataset.synthetic and the shuffle draw from (mulberry32 over
+// mix), bit for bit as the JS one they replaced (test/support/synthetic_reference.ts): a
+// seed gives the same rows and the same order as before, and tests check one against the
+// other.
 #pragma once
 
 #include <cmath>
@@ -25,19 +26,27 @@ class RowRandom {
   RowRandom(uint32_t seed, uint64_t row)
       : state_(mixWords(mixWords(seed, uint32_t(row & 0xffffffffu)), uint32_t(row >> 32))) {}
 
-  // Uniform in [0, 1): a multiple of 2^-32.
-  double next() {
+  // A generator that goes on from where one whose state() this was stopped.
+  static RowRandom resume(uint32_t state) { return RowRandom(state); }
+  uint32_t state() const { return state_; }
+
+  // Uniform in [0, 2^32).
+  uint32_t nextWord() {
     state_ += 0x6d2b79f5u;
     uint32_t t = state_;
     t = (t ^ (t >> 15)) * (t | 1u);
     t ^= t + (t ^ (t >> 7)) * (t | 61u);
-    return double(t ^ (t >> 14)) / 4294967296.0;
+    return t ^ (t >> 14);
   }
+
+  // Uniform in [0, 1): nextWord() / 2^32.
+  double next() { return double(nextWord()) / 4294967296.0; }
 
   // Uniform in [0, n): JS's Math.floor(next() * n), in the same double arithmetic.
   int64_t below(int64_t n) { return int64_t(std::floor(next() * double(n))); }
 
  private:
+  explicit RowRandom(uint32_t state) : state_(state) {}
   uint32_t state_;
 };
 
