@@ -1,6 +1,6 @@
 // The input pipeline's native row gathers: concatRows / concatRowsAsync (the batch op's cut
-// across blocks) and the shuffle buffer (shuffleBufferNew / Push / Drain / Release), given
-// arrays of every kind and state, splits and offsets wrong in every way, ranges out of
+// across blocks) and the shuffle buffer (shuffleBufferNew / Push / Drain / Release), and
+// Dataset.synthetic's generator (syntheticRows), given arrays of every kind and state, splits and offsets wrong in every way, ranges out of
 // range, blocks of other layouts, buffers released mid-stream, and arrays disturbed once
 // a call has settled (the async calls' contract: arrays unchanged until they settle).
 'use strict';
@@ -77,6 +77,49 @@ module.exports = {
       const pending = attempt('drain while released', () => native.shuffleBufferDrain(buffer, 5));
       if (r.chance(0.5)) await attempt('shuffleBufferRelease', () => native.shuffleBufferRelease(buffer));
       await pending;
+    }
+
+    // Dataset.synthetic's generator: specs at and past their edges, outputs of every kind,
+    // length and state. A call that returns must have written rows that hold together.
+    const tables = Array.from({ length: r.int(0, 3) }, () => {
+      const low = r.chance(0.9) ? r.int(0, 3) : r.number();
+      const high = r.chance(0.9) ? (typeof low === 'number' && Number.isFinite(low) ? low : 0) + r.int(0, 3) : r.number();
+      const vocabularySize = r.chance(0.8) ? r.pick([1, 2, 3, 1000, 2 ** 32, 2 ** 33 + 1, 2 ** 52]) : r.number();
+      return r.chance(0.97) ? { vocabularySize, hotness: r.chance(0.95) ? [low, high] : r.pick([[1], null, 'x', [1, 2, 3]]), alpha: r.chance(0.9) ? r.pick([0, 1, 1.1, 3]) : r.number() } : r.pick([null, 5, {}]);
+    });
+    const numDense = r.chance(0.9) ? r.int(0, 3) : r.number();
+    const rowsWanted = r.chance(0.9) ? r.int(0, 40) : r.pick([-1, NaN, 1.5, 2 ** 31, 2 ** 53]);
+    const firstRow = r.chance(0.9) ? r.pick([0, 7, 2 ** 40, 2 ** 53 - 41]) : r.number();
+    const lengthOf = (n) => (r.chance(0.9) ? n : r.size());
+    const n = Number.isInteger(rowsWanted) && rowsWanted >= 0 && rowsWanted < 100 ? rowsWanted : 8;
+    const outputs = {
+      label: r.typedArray(r.chance(0.95) ? 'f32' : 'any', lengthOf(n)).array,
+      dense: Array.from({ length: Number.isInteger(numDense) && numDense >= 0 && numDense < 10 ? numDense : 1 }, () => r.typedArray(r.chance(0.95) ? 'f32' : 'any', lengthOf(n)).array),
+      splits: tables.map(() => r.typedArray(r.chance(0.95) ? 'i32' : 'any', lengthOf(n + 1)).array),
+      ids: tables.map((t) => r.typedArray(r.chance(0.95) ? 'i64' : 'any', lengthOf(n * Math.max(0, Math.min(8, Number(t && t.hotness && t.hotness[1]) || 0)))).array),
+    };
+    const spec = { seed: r.chance(0.9) ? r.int(0, 2 ** 32 - 1) : r.number(), numDense, tables };
+    const generated = await attempt('syntheticRows', () => (native.syntheticRows(spec, firstRow, rowsWanted, r.chance(0.97) ? outputs : r.pick([null, {}, { ...outputs, dense: 'x' }])), true));
+    // A finding (fuzz/worker.js reports errors with this code).
+    const broken = (message) => Object.assign(new Error(message), { code: 'HB_ERR_INTERNAL' });
+    if (generated) {
+      // Rows written: each table's splits rise from 0 by its hotness range, its ids lie in
+      // [0, vocabularySize), labels are 0 or 1 and dense values integers in [0, 53].
+      tables.forEach((t, k) => {
+        const splits = outputs.splits[k];
+        for (let i = 0; i < rowsWanted; i++) {
+          const count = splits[i + 1] - splits[i];
+          if (splits[0] !== 0 || count < t.hotness[0] || count > t.hotness[1]) throw broken(`syntheticRows: table ${k} row ${i} has ${count} ids`);
+        }
+        for (let j = 0; j < splits[rowsWanted]; j++) {
+          const id = outputs.ids[k][j];
+          if (id < 0n || id >= BigInt(t.vocabularySize)) throw broken(`syntheticRows: table ${k} id ${id} outside [0, ${t.vocabularySize})`);
+        }
+      });
+      for (let i = 0; i < rowsWanted; i++) {
+        if (outputs.label[i] !== 0 && outputs.label[i] !== 1) throw broken(`syntheticRows: label ${outputs.label[i]}`);
+        for (const dense of outputs.dense) if (!Number.isInteger(dense[i]) || dense[i] < 0 || dense[i] > 53) throw broken(`syntheticRows: dense value ${dense[i]}`);
+      }
     }
     if (global.gc && r.chance(0.3)) global.gc();
   },
