@@ -428,7 +428,7 @@ export interface NativeAddon {
   profileStop(): {
     planRuns: number;
     planMs: number;
-    kernels: Array<{ kernel: string; phase: 'forward' | 'backward' | 'update' | 'exchange'; calls: number; ms: number }>;
+    kernels: Array<{ kernel: string; phase: 'forward' | 'backward' | 'update' | 'exchange'; calls: number; ms: number; besideOthers: number }>;
   };
 
   // Feature-column transforms (synchronous; `what` names the column in errors).

@@ -13,6 +13,13 @@ export interface KernelProfile {
   phase: ProfilePhase;
   calls: number;
   ms: number;
+  /**
+   * Calls that ran side by side with other steps of their plan, each on a thread of its
+   * own (on the CPU, consecutive lookups of different tables, and their backward and
+   * update): their times overlap, so the kernels' times (and the phases') can add up to
+   * more than the wall time they took.
+   */
+  besideOthers: number;
 }
 
 export interface ProfileReport {
@@ -21,7 +28,7 @@ export interface ProfileReport {
   /** Compiled steps (plan runs) that ran while it did, and their native time. */
   planRuns: number;
   planMs: number;
-  /** Kernel time by phase (sums of `kernels`). */
+  /** Kernel time by phase (sums of `kernels`; steps run side by side count each their own time). */
   phases: Record<ProfilePhase, number>;
   /**
    * Wall time not spent in the plans' native runs: JS, feature transforms, input, eager

@@ -290,7 +290,7 @@ Napi::Value profileStart(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), startStepProfile());
 }
 
-// profileStop() -> { planRuns, planMs, kernels: [{ kernel, phase, calls, ms }] }
+// profileStop() -> { planRuns, planMs, kernels: [{ kernel, phase, calls, ms, besideOthers }] }
 Napi::Value profileStop(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const StepProfile profile = stopStepProfile();
@@ -305,6 +305,7 @@ Napi::Value profileStop(const Napi::CallbackInfo& info) {
     entry.Set("phase", kStepPhaseNames[int32_t(time.phase)]);
     entry.Set("calls", Napi::Number::New(env, double(time.calls)));
     entry.Set("ms", Napi::Number::New(env, time.ms));
+    entry.Set("besideOthers", Napi::Number::New(env, double(time.besideOthers)));
     kernels.Set(uint32_t(i), entry);
   }
   out.Set("kernels", kernels);

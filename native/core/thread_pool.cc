@@ -16,6 +16,11 @@ namespace hb {
 
 namespace {
 
+// Whether this thread is running a chunk of a parallelFor: a parallelFor inside it runs
+// there whole (the pool is taken by the outer one; waiting for its turn would never end).
+// The plan runs independent kernels side by side this way (Plan::run), each on one thread.
+thread_local bool insideChunk = false;
+
 class ThreadPool {
  public:
   explicit ThreadPool(int size) : size_(size), spin_(spinBeforeSleep()) {
@@ -28,7 +33,7 @@ class ThreadPool {
     if (n <= 0) return;
     grain = std::max<int64_t>(1, grain);
     const int64_t chunks = (n + grain - 1) / grain;
-    if (chunks == 1 || size_ == 1) {
+    if (chunks == 1 || size_ == 1 || insideChunk) {
       body(0, n);
       return;
     }
@@ -80,6 +85,7 @@ class ThreadPool {
   void work(Job& job) {
     int64_t done = 0;
     std::exception_ptr error;
+    insideChunk = true;
     for (;;) {
       const int64_t index = job.next.fetch_add(1);
       if (index >= job.chunks) break;
@@ -92,6 +98,7 @@ class ThreadPool {
       }
       ++done;
     }
+    insideChunk = false;
     if (error) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!job.error) job.error = error;

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <set>
+#include <string>
+#include <utility>
 
 #include "cuda/dense_kernels.h"
 #include "native/core/executor.h"
 #include "native/core/status.h"
+#include "native/core/thread_pool.h"
 #include "native/distribute/collectives.h"
 #include "native/distribute/world.h"
 
@@ -35,6 +41,23 @@ int64_t knownSize(const std::vector<int64_t>& shape, const std::string& what) {
     n *= d;
   }
   return n;
+}
+
+// Kernels whose consecutive steps in a CPU plan run side by side, each on one thread of
+// the pool: a table's lookup, a table's backward and update. A model of many small tables
+// (DLRM's 26) has a step of each per table, each too small to keep two threads busy (a
+// table of 16 floats at batch 1024: 30-50 us a step, most of it waiting on memory).
+bool runsBesideItsKind(const KernelDef& kernel) {
+  return kernel.collective == 0 && (kernel.name == "embedding_lookup" || kernel.name == "lookup_backward_apply");
+}
+
+// HB_SIDE_BY_SIDE=0 runs every step after the one before (to compare).
+bool sideBySideWanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("HB_SIDE_BY_SIDE");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return wanted;
 }
 
 }  // namespace
@@ -69,6 +92,50 @@ Plan::Plan(Device device, std::vector<PlanValue> values, std::vector<PlanParam> 
       storage_(size_t(std::max(storageCount, 0))),
       dynamic_(values_.size()) {
   validate();
+  findSideBySideSteps();
+}
+
+void Plan::findSideBySideSteps() {
+  sideBySideEnd_.resize(steps_.size());
+  for (size_t at = 0; at < steps_.size(); ++at) sideBySideEnd_[at] = at + 1;
+  if (device_.isCuda() || threadPoolSize() < 2 || !sideBySideWanted()) return;
+  // The memory a value lives in: a storage slot (temporaries share them), a parameter or a
+  // feed. Steps side by side must not write memory another of them reads or writes.
+  using Memory = std::pair<PlanValue::Kind, int>;
+  const auto memoryOf = [&](int id) -> Memory {
+    const PlanValue& v = values_[size_t(aliasRoot_[size_t(id)])];
+    return {v.kind, v.kind == PlanValue::Kind::Dynamic ? aliasRoot_[size_t(id)] : v.index};
+  };
+  const auto joins = [&](const PlanStep& s, std::set<Memory>& read, std::set<Memory>& written) {
+    std::set<Memory> reads, writes;
+    for (int id : s.inputs) {
+      if (id >= 0) reads.insert(memoryOf(id));
+    }
+    for (int id : s.outputs) {
+      if (id < 0) continue;
+      // Outputs the run sizes or binds as it goes stay with steps that run alone.
+      if (values_[size_t(id)].kind == PlanValue::Kind::Dynamic) return false;
+      writes.insert(memoryOf(id));
+    }
+    for (const Memory& m : writes) {
+      if (read.count(m) || written.count(m) || reads.count(m)) return false;
+    }
+    for (const Memory& m : reads) {
+      if (written.count(m)) return false;
+    }
+    read.insert(reads.begin(), reads.end());
+    written.insert(writes.begin(), writes.end());
+    return true;
+  };
+  for (size_t at = 0; at < steps_.size();) {
+    size_t end = at + 1;
+    std::set<Memory> read, written;
+    if (runsBesideItsKind(*steps_[at].kernel) && joins(steps_[at], read, written)) {
+      while (end < steps_.size() && steps_[end].kernel == steps_[at].kernel && joins(steps_[end], read, written)) ++end;
+    }
+    sideBySideEnd_[at] = end;
+    at = end;
+  }
 }
 
 void Plan::validate() {
@@ -309,82 +376,138 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     return copy;
   };
 
+  // A step's arguments, its inputs placed where its kernel reads them and its outputs
+  // bound; then, once it has run, what it wrote made readable to the steps after it. On
+  // the thread running the plan: both read and write the run's bindings.
+  const auto argumentsOf = [&](const PlanStep& s) {
+    const KernelDef& k = *s.kernel;
+    KernelArgs args;
+    args.name = s.name;
+    args.attrs = s.attrs;
+    args.listAttrs = s.listAttrs;
+    args.step = &context;
+    args.outputDevice = device_;
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      const int id = s.inputs[i];
+      if (id < 0) {
+        args.in.push_back(Tensor{});
+        continue;
+      }
+      switch (k.placement) {
+        case KernelPlacement::Device: args.in.push_back(placed(id, device_)); break;
+        case KernelPlacement::Host: args.in.push_back(placed(id, Device::cpu())); break;
+        case KernelPlacement::Any:
+          args.in.push_back(tensorDefAt(k.inputs, k.repeatInputsFrom, i)->host ? placed(id, Device::cpu()) : valueAt(id));
+          break;
+      }
+    }
+    args.outputCache.assign(s.outputs.size(), nullptr);
+    args.outputAbsent.assign(s.outputs.size(), false);
+    for (size_t o = 0; o < s.outputs.size(); ++o) {
+      const int id = s.outputs[o];
+      if (id < 0) {
+        args.out.push_back(Tensor{});
+        args.outputAbsent[o] = true;
+      } else if (values_[id].kind == PlanValue::Kind::Dynamic && values_[id].index < 0) {
+        args.out.push_back(Tensor{nullptr, values_[id].dtype, {}});
+        args.outputCache[o] = &dynamic_[id];
+      } else if (values_[id].kind == PlanValue::Kind::Dynamic) {
+        // Its dynamic dims are another value's in this run (an elementwise op over unique rows).
+        const std::vector<int64_t>& like = valueAt(values_[id].index).shape;
+        std::vector<int64_t> shape = resolve(values_[id].shape, batch);
+        HB_CHECK_CODE(like.size() == shape.size(), Shape, s.name, ": value ", id, " is sized like a value of rank ",
+                      like.size());
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (values_[id].shape[d] == kDynamicDim) shape[d] = like[d];
+        }
+        const size_t bytes = size_t(shapeSize(shape, "plan value")) * dtypeSize(values_[id].dtype);
+        std::shared_ptr<Buffer>& cached = dynamic_[id];
+        if (!cached || cached->bytes() < bytes) cached = Buffer::allocate(device_, std::max<size_t>(bytes, 1));
+        bound[id] = Tensor{cached, values_[id].dtype, shape};
+        args.out.push_back(bound[id]);
+      } else {
+        args.out.push_back(valueAt(id));
+      }
+    }
+    return args;
+  };
+  const auto written = [&](const PlanStep& s, const KernelArgs& args) {
+    for (size_t o = 0; o < s.outputs.size(); ++o) {
+      const int id = s.outputs[o];
+      if (id < 0) continue;
+      HB_CHECK_CODE(args.out[o].buffer != nullptr, Internal, s.name, ": kernel ", s.kernel->name, " did not size output ", o);
+      if (values_[id].kind == PlanValue::Kind::Dynamic) bound[id] = args.out[o];
+      onHost[id] = Tensor{};
+      onPlanDevice[id] = Tensor{};
+    }
+  };
+  const auto profiled = [&](const PlanStep& s, double ms, bool besideOthers) {
+    recordKernelTime(s.kernel->name, s.kernel->collective != 0 ? StepPhase::Exchange : s.phase, ms, besideOthers);
+  };
+
   const bool profiling = stepProfileOn();
-  for (size_t at = 0; at < steps_.size(); ++at) {
+  for (size_t at = 0; at < steps_.size();) {
+    const size_t end = sideBySideEnd_[at];
+    if (end > at + 1) {
+      // Steps side by side (findSideBySideSteps), one per thread; a parallelFor inside a
+      // kernel then runs on that thread. A failure is the first failed step's, as if they
+      // had run one after another (the others may have run).
+      const size_t n = end - at;
+      std::vector<KernelArgs> args;
+      std::vector<std::exception_ptr> failed(n);
+      std::vector<double> ms(n, 0.0);
+      for (size_t g = 0; g < n; ++g) {
+        try {
+          args.push_back(argumentsOf(steps_[at + g]));
+        } catch (const std::exception& e) {
+          tellPeersOfFailure(at + g + 1, steps_[at + g].name + ": " + e.what());
+          throw;
+        }
+      }
+      parallelFor(int64_t(n), 1, [&](int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; ++g) {
+          const auto kernelStart = std::chrono::steady_clock::now();
+          try {
+            runKernel(*steps_[at + size_t(g)].kernel, args[size_t(g)]);
+          } catch (...) {
+            failed[size_t(g)] = std::current_exception();
+          }
+          ms[size_t(g)] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kernelStart).count();
+        }
+      });
+      for (size_t g = 0; g < n; ++g) {
+        const PlanStep& s = steps_[at + g];
+        try {
+          if (failed[g]) std::rethrow_exception(failed[g]);
+          if (profiling) profiled(s, ms[g], true);
+          written(s, args[g]);
+        } catch (const std::exception& e) {
+          tellPeersOfFailure(at + g + 1, s.name + ": " + e.what());
+          throw;
+        }
+      }
+      at = end;
+      continue;
+    }
     const PlanStep& s = steps_[at];
     try {
-      const KernelDef& k = *s.kernel;
-      KernelArgs args;
-      args.name = s.name;
-      args.attrs = s.attrs;
-      args.listAttrs = s.listAttrs;
-      args.step = &context;
-      args.outputDevice = device_;
-      for (size_t i = 0; i < s.inputs.size(); ++i) {
-        const int id = s.inputs[i];
-        if (id < 0) {
-          args.in.push_back(Tensor{});
-          continue;
-        }
-        switch (k.placement) {
-          case KernelPlacement::Device: args.in.push_back(placed(id, device_)); break;
-          case KernelPlacement::Host: args.in.push_back(placed(id, Device::cpu())); break;
-          case KernelPlacement::Any:
-            args.in.push_back(tensorDefAt(k.inputs, k.repeatInputsFrom, i)->host ? placed(id, Device::cpu()) : valueAt(id));
-            break;
-        }
-      }
-      args.outputCache.assign(s.outputs.size(), nullptr);
-      args.outputAbsent.assign(s.outputs.size(), false);
-      for (size_t o = 0; o < s.outputs.size(); ++o) {
-        const int id = s.outputs[o];
-        if (id < 0) {
-          args.out.push_back(Tensor{});
-          args.outputAbsent[o] = true;
-        } else if (values_[id].kind == PlanValue::Kind::Dynamic && values_[id].index < 0) {
-          args.out.push_back(Tensor{nullptr, values_[id].dtype, {}});
-          args.outputCache[o] = &dynamic_[id];
-        } else if (values_[id].kind == PlanValue::Kind::Dynamic) {
-          // Its dynamic dims are another value's in this run (an elementwise op over unique rows).
-          const std::vector<int64_t>& like = valueAt(values_[id].index).shape;
-          std::vector<int64_t> shape = resolve(values_[id].shape, batch);
-          HB_CHECK_CODE(like.size() == shape.size(), Shape, s.name, ": value ", id, " is sized like a value of rank ",
-                        like.size());
-          for (size_t d = 0; d < shape.size(); ++d) {
-            if (values_[id].shape[d] == kDynamicDim) shape[d] = like[d];
-          }
-          const size_t bytes = size_t(shapeSize(shape, "plan value")) * dtypeSize(values_[id].dtype);
-          std::shared_ptr<Buffer>& cached = dynamic_[id];
-          if (!cached || cached->bytes() < bytes) cached = Buffer::allocate(device_, std::max<size_t>(bytes, 1));
-          bound[id] = Tensor{cached, values_[id].dtype, shape};
-          args.out.push_back(bound[id]);
-        } else {
-          args.out.push_back(valueAt(id));
-        }
-      }
+      KernelArgs args = argumentsOf(s);
       const auto kernelStart = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-      runKernel(k, args);
+      runKernel(*s.kernel, args);
       if (profiling) {
         // A kernel's time on a GPU is known once it has finished: profiled GPU runs wait
         // for each step.
         if (device_.isCuda()) cuda::synchronize(device_.index, s.name.c_str());
-        recordKernelTime(k.name, k.collective != 0 ? StepPhase::Exchange : s.phase,
-                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kernelStart).count());
+        profiled(s, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kernelStart).count(), false);
       }
-      for (size_t o = 0; o < s.outputs.size(); ++o) {
-        const int id = s.outputs[o];
-        if (id < 0) continue;
-        HB_CHECK_CODE(args.out[o].buffer != nullptr, Internal, s.name, ": kernel ", k.name, " did not size output ", o);
-        if (values_[id].kind == PlanValue::Kind::Dynamic) bound[id] = args.out[o];
-        onHost[id] = Tensor{};
-        onPlanDevice[id] = Tensor{};
-      }
+      written(s, args);
     } catch (const std::exception& e) {
       // A collective kernel settles its own failures with its peers; any other step
       // tells them in the next exchange they will wait in.
       if (s.kernel->collective == 0) tellPeersOfFailure(at + 1, s.name + ": " + e.what());
       throw;
     }
+    ++at;
   }
 
   RunResult result;

@@ -110,6 +110,8 @@ class Plan {
 
  private:
   void validate();
+  // Runs of consecutive steps that may run side by side (sideBySideEnd_).
+  void findSideBySideSteps();
   std::vector<int64_t> resolve(const std::vector<int64_t>& shape, int64_t batch) const;
 
   Device device_;
@@ -120,6 +122,9 @@ class Plan {
   std::vector<PlanFeed> feeds_;
   std::vector<PlanStep> steps_;
   std::vector<int> aliasRoot_;
+  // Per step: one past the last step that runs beside it (the step after it when none
+  // does; only set at the first step of a run of them).
+  std::vector<size_t> sideBySideEnd_;
   std::vector<std::shared_ptr<Buffer>> storage_;
   std::vector<std::shared_ptr<Buffer>> dynamic_;  // per value: the memory a Dynamic value last had
   size_t optimizerCount_ = 0;

@@ -52,7 +52,7 @@ StepProfile stopStepProfile() {
   return profile;
 }
 
-void recordKernelTime(const std::string& kernel, StepPhase phase, double ms) {
+void recordKernelTime(const std::string& kernel, StepPhase phase, double ms, bool besideOthers) {
   Recorder& r = recorder();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (!r.on.load()) return;
@@ -61,6 +61,7 @@ void recordKernelTime(const std::string& kernel, StepPhase phase, double ms) {
   time.phase = phase;
   time.calls += 1;
   time.ms += ms;
+  time.besideOthers += besideOthers;
 }
 
 void recordPlanRun(double ms) {

@@ -20,6 +20,7 @@ struct KernelTime {
   StepPhase phase = StepPhase::Forward;
   int64_t calls = 0;
   double ms = 0;
+  int64_t besideOthers = 0;  // calls that ran beside other steps of their plan (their times overlap)
 };
 
 struct StepProfile {
@@ -34,7 +35,7 @@ bool startStepProfile();
 // Ends the profile on and returns what it recorded (empty when none was on).
 StepProfile stopStepProfile();
 
-void recordKernelTime(const std::string& kernel, StepPhase phase, double ms);
+void recordKernelTime(const std::string& kernel, StepPhase phase, double ms, bool besideOthers = false);
 void recordPlanRun(double ms);
 
 }  // namespace hb
