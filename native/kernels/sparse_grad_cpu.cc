@@ -31,28 +31,22 @@ RowGroups groupByRow(const int32_t* inverse, int64_t n, int64_t count) {
   return groups;
 }
 
-// The distinct values of `indices` (first-appearance order), each entry's among them, and
-// (when grouped) each one's entries.
+// The distinct values of `indices` (first-appearance order) and each one's entries.
 struct DistinctRows {
   std::vector<int64_t> rows;
-  std::vector<int32_t> inverse;
   RowGroups groups;
 };
 
 template <typename Id>
-DistinctRows distinctRows(const Id* indices, int64_t n, bool grouped = true) {
+DistinctRows distinctRows(const Id* indices, int64_t n) {
   std::vector<Id> uniqueIds(static_cast<size_t>(n));
+  std::vector<int32_t> inverse(static_cast<size_t>(n));
+  const int64_t count = uniqueCpu(indices, n, uniqueIds.data(), inverse.data());
   DistinctRows out;
-  out.inverse.resize(static_cast<size_t>(n));
-  const int64_t count = uniqueCpu(indices, n, uniqueIds.data(), out.inverse.data());
   out.rows.assign(uniqueIds.begin(), uniqueIds.begin() + count);
-  if (grouped) out.groups = groupByRow(out.inverse.data(), n, count);
+  out.groups = groupByRow(inverse.data(), n, count);
   return out;
 }
-
-// Elements (floats read or written) a chunk of a parallel loop takes at least: less work
-// than this costs less done on the calling thread than handed to the pool.
-constexpr int64_t kElementGrain = 1 << 14;
 
 // Entries ahead whose source rows are fetched while earlier ones are added: a hot row's
 // entries point all over the source, and the rest come in first-appearance order.
@@ -70,9 +64,7 @@ void sumPerRow(const RowGroups& groups, int64_t width, float* out, bool blocked,
                const SourceOf& sourceOf) {
   const int64_t count = int64_t(groups.offsets.size()) - 1;
   const int64_t rowBytes = width * int64_t(sizeof(float));
-  // Rows a chunk takes: about kElementGrain floats of entries, at the average row's.
-  const int64_t work = std::max<int64_t>(1, int64_t(groups.entries.size()) * width);
-  parallelFor(count, std::max<int64_t>(1, kElementGrain * count / work), [&](int64_t u0, int64_t u1) {
+  parallelFor(count, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width)), [&](int64_t u0, int64_t u1) {
     const int64_t last = groups.offsets[u1];
     std::vector<float> block;
     for (int64_t u = u0; u < u1; ++u) {
@@ -104,15 +96,16 @@ void sumPerRow(const RowGroups& groups, int64_t width, float* out, bool blocked,
 // rather than row by row (sumPerRow): the rows' sums and blocks then stay in L1 / L2.
 constexpr int64_t kScatterElements = 1 << 15;
 
-// sumPerRow's sums (blocked: BlockedRunningSum's blocks, as sumPerRow blocks), taken in
+// sumPerRow's blocked sums (BlockedRunningSum's blocks, as sumPerRow blocks), taken in
 // one pass over the entries in entry order, each added onto its row: the same terms in the
 // same order per row, so the same bits. For small lookups (kScatterElements), on the
 // calling thread: read in entry order, the entries' sources (a batch's output gradients,
 // which the step's last kernel left spread over the cores' caches) come as one stream
-// that hardware prefetchers follow, where sumPerRow jumped between them. DLRM's 26 tables
-// of 16 floats at batch 1024 (`npx hb-ts train`) took 45-50 us a table this way round.
+// that hardware prefetchers follow, where sumPerRow jumped between them. A table of 16
+// floats at batch 1024 (DLRM's in `npx hb-ts train`): its whole backward and update took
+// 44-47 us with the rows summed one by one, 38-39 us so.
 template <typename AddEntry>
-void scatterPerRow(const std::vector<int32_t>& inverse, int64_t count, int64_t width, float* out, bool blocked,
+void scatterPerRow(const std::vector<int32_t>& inverse, int64_t count, int64_t width, float* out,
                    const AddEntry& addEntry) {
   std::fill(out, out + count * width, 0.0f);
   std::vector<int32_t> inBlock(static_cast<size_t>(count), 0);
@@ -122,7 +115,7 @@ void scatterPerRow(const std::vector<int32_t>& inverse, int64_t count, int64_t w
   for (int64_t e = 0; e < n; ++e) {
     const int32_t u = inverse[size_t(e)];
     float* row = out + int64_t(u) * width;
-    if (blocked && inBlock[size_t(u)] == kSumBlock) {
+    if (inBlock[size_t(u)] == kSumBlock) {
       if (totalOf.empty()) totalOf.assign(size_t(count), -1);
       if (totalOf[size_t(u)] < 0) {
         // The first block's sum is the total so far (0 + block is block: a sum from 0 is never -0).
@@ -188,7 +181,7 @@ RowGradients backwardTyped(const EmbeddingLookupArgs& a, const float* outGrad) {
     }
   };
   if (count * dim <= kScatterElements) {
-    scatterPerRow(inverse, count, dim, sums, true, addEntry);
+    scatterPerRow(inverse, count, dim, sums, addEntry);
   } else {
     sumPerRow(groupByRow(inverse.data(), kept, count), dim, sums, true, addEntry, bagGrad);
   }
@@ -225,7 +218,7 @@ RowEntries groupEntriesTyped(const Id* indices, int64_t n, const float* values, 
   out.offsets = groups.offsets;
   out.values = Buffer::allocate(Device::cpu(), size_t(n * width) * sizeof(float));
   float* grouped = static_cast<float*>(out.values->data());
-  parallelFor(n, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, width)), [&](int64_t k0, int64_t k1) {
+  parallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width)), [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
       const float* from = values + int64_t(groups.entries[size_t(k)]) * width;
       std::copy(from, from + width, grouped + k * width);
@@ -234,6 +227,7 @@ RowEntries groupEntriesTyped(const Id* indices, int64_t n, const float* values, 
   return out;
 }
 
+constexpr int64_t kElementGrain = 1 << 14;
 
 #define HB_UPDATE_NAMESPACE portable
 #include "native/kernels/sparse_update_cpu_impl.h"
