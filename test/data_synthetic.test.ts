@@ -267,6 +267,25 @@ describe('Dataset.synthetic', () => {
     expect(() => native.syntheticRows({ ...spec, tables: [{ vocabularySize: 10, hotness: [1, 2 ** 30], alpha: 1 }] }, 0, 8, outputs(8))).toThrow(/make more than 2\^31 - 1 ids/);
     const shared = { ...outputs(8), label: new Float32Array(new SharedArrayBuffer(32)) };
     expect(() => native.syntheticRows(spec, 0, 8, shared)).toThrow(/outputs\.label is backed by a SharedArrayBuffer/);
+    // Outputs that share memory: the generator reads back the splits it wrote.
+    const memory = new ArrayBuffer(16 * 8);
+    const overlapping = { ...outputs(8), splits: [new Int32Array(memory, 0, 9)], ids: [new BigInt64Array(memory, 0, 16)] };
+    expect(() => native.syntheticRows(spec, 0, 8, overlapping)).toThrow(/outputs\.splits\[0\] and outputs\.ids\[0\] share memory/);
+    // An array changed by JS run while the outputs are read (a getter) is checked as it is after.
+    // A resizable ArrayBuffer (ES2024; typed here, as the project's lib is older).
+    const Resizable = ArrayBuffer as unknown as new (bytes: number, options: { maxByteLength: number }) => ArrayBuffer & { resize(bytes: number): void };
+    const growable = new Resizable(32, { maxByteLength: 64 });
+    const shrinking = { ...outputs(8), label: new Float32Array(growable), get splits() {
+      growable.resize(0);
+      return [new Int32Array(9)];
+    } };
+    expect(() => native.syntheticRows(spec, 0, 8, shrinking)).toThrow(/outputs\.label has 0 values; the rows need 8/);
+    const label = new Float32Array(8);
+    const detaching = { ...outputs(8), label, get ids() {
+      structuredClone(label.buffer, { transfer: [label.buffer] });
+      return [new BigInt64Array(16)];
+    } };
+    expect(() => native.syntheticRows(spec, 0, 8, detaching)).toThrow(/outputs\.label's ArrayBuffer was transferred or detached/);
   });
 
   test('bad options are Errors naming the option', () => {

@@ -98,6 +98,13 @@ module.exports = {
       splits: tables.map(() => r.typedArray(r.chance(0.95) ? 'i32' : 'any', lengthOf(n + 1)).array),
       ids: tables.map((t) => r.typedArray(r.chance(0.95) ? 'i64' : 'any', lengthOf(n * Math.max(0, Math.min(8, Number(t && t.hotness && t.hotness[1]) || 0)))).array),
     };
+    // Outputs that share memory, and getters that detach or shrink an array checked before them.
+    if (tables.length && r.chance(0.05)) outputs.ids[0] = new BigInt64Array(outputs.splits[0].buffer, 0, Math.floor(outputs.splits[0].buffer.byteLength / 8));
+    if (tables.length && r.chance(0.05)) {
+      const ids = outputs.ids;
+      let read = false; // disturbs on the call's read only, not the checks' below
+      Object.defineProperty(outputs, 'ids', { enumerable: true, get: () => (read || r.disturb({ state: r.pick(['plain', 'resizable']), buffer: outputs.label.buffer }), (read = true), ids) });
+    }
     const spec = { seed: r.chance(0.9) ? r.int(0, 2 ** 32 - 1) : r.number(), numDense, tables };
     const generated = await attempt('syntheticRows', () => (native.syntheticRows(spec, firstRow, rowsWanted, r.chance(0.97) ? outputs : r.pick([null, {}, { ...outputs, dense: 'x' }])), true));
     // A finding (fuzz/worker.js reports errors with this code).

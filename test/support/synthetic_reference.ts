@@ -1,6 +1,7 @@
 // The JS generator Dataset.synthetic ran before its rows were generated natively
 // (native/data/synthetic_rows.h), kept as the reference the native rows are checked
-// against: the same seed must give the same rows as it did. A plain loop, for tests only.
+// against: the same seed must give the same rows as it did (vocabularies up to about 2^40:
+// native/data/synthetic_rows.h says why). A plain loop, for tests only.
 import { mix, PlantedModel, SyntheticSpec } from '../../lib/data/synthetic_model';
 
 const TWO32 = 4294967296;
