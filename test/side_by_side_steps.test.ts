@@ -4,6 +4,11 @@
 // (HB_SIDE_BY_SIDE=0, read at process start: each setting runs in a child process), and
 // a step that fails among them fails the run with its own error.
 import { spawnSync } from 'child_process';
+import * as hb from '../lib';
+import { KERNEL_REGISTRY_VERSION, native } from '../lib/native';
+import { pinDevice } from './support/devices';
+
+pinDevice('cpu');
 
 const script = `
   const hb = require(${JSON.stringify(require.resolve('../dist'))});
@@ -105,5 +110,61 @@ describe('steps side by side (CPU plans)', () => {
       expect(run.failure).toMatch(/d_w.*weights\[5\] is NaN/);
       expect(run.unchanged).toBe(true);
     }
+  });
+});
+
+describe('which steps run side by side', () => {
+  const plan = (spec: Record<string, unknown>, params: unknown[] = []) =>
+    native.planCreate({ version: KERNEL_REGISTRY_VERSION, params: [], feeds: [], steps: [], storageCount: 0, values: [], ...spec } as never, params as never);
+  const sideBySide = hb.backend().threads > 1;
+  const feeds = [{ name: 'ids', dtype: 'int64', shape: [-2] }, { name: 'splits', dtype: 'int32', shape: [-2] }, { name: 'dy', dtype: 'float32', shape: [-1, 1] }];
+  const fed = [BigInt64Array.from([0n, 1n, 2n]), Int32Array.from([0, 1, 2, 3]), Float32Array.from([0.5, 0.25, 1])];
+  const lookup = (name: string, weights: number, out: number) => ({ name, kernel: 'embedding_lookup', inputs: [0, 1, 2, weights], outputs: [out], attrs: { combiner: 'sum', maxNorm: 0 } });
+
+  test('lookups: side by side when independent; not when one weighs its ids by the output of another', async () => {
+    const table = hb.variable(Float32Array.from([1, 2, 3, 4]), { shape: [4, 1] });
+    const values = [
+      { kind: 'param', dtype: 'float32', shape: [4, 1], index: 0 },
+      { kind: 'feed', dtype: 'int64', shape: [-2], index: 0 },
+      { kind: 'feed', dtype: 'int32', shape: [-2], index: 1 },
+      { kind: 'temp', dtype: 'float32', shape: [-1, 1], index: 0 },
+      { kind: 'alias', dtype: 'float32', shape: [-1], index: 3 },
+      { kind: 'temp', dtype: 'float32', shape: [-1, 1], index: 1 },
+    ];
+    const spec = { params: [{ name: 't', dtype: 'float32', shape: [4, 1] }], feeds: feeds.slice(0, 2), values, storageCount: 2 };
+    for (const [steps, beside, second] of [
+      [[lookup('a', -1, 3), lookup('b', 4, 5)], 0, [1, 4, 9]], // b's weights are a's output
+      [[lookup('a', -1, 3), lookup('b', -1, 5)], 2, [1, 2, 3]],
+    ] as const) {
+      const p = plan({ ...spec, steps }, [table.handle]);
+      const report = await hb.profile(() => native.planRun(p, 3, fed.slice(0, 2) as never, [], [5]));
+      expect(report.kernels.map((k) => [k.kernel, k.calls, k.besideOthers])).toEqual([['embedding_lookup', 2, sideBySide ? beside : 0]]);
+      expect(Array.from(report.result.outputs[0] as Float32Array)).toEqual(second);
+    }
+  });
+
+  test('updates: side by side on two tables; not on two parameters over one buffer', async () => {
+    const step = (t: number) => ({ name: `u${t}`, kernel: 'lookup_backward_apply', inputs: [2, 3, -1, 4], outputs: [t], attrs: { optimizer: 0, combiners: ['sum'], maxNorms: [0] } });
+    const spec = {
+      params: ['a', 'b'].map((name) => ({ name, dtype: 'float32', shape: [4, 1] })),
+      feeds,
+      values: [
+        { kind: 'param', dtype: 'float32', shape: [4, 1], index: 0 },
+        { kind: 'param', dtype: 'float32', shape: [4, 1], index: 1 },
+        { kind: 'feed', dtype: 'int64', shape: [-2], index: 0 },
+        { kind: 'feed', dtype: 'int32', shape: [-2], index: 1 },
+        { kind: 'feed', dtype: 'float32', shape: [-1, 1], index: 2 },
+      ],
+      steps: [step(0), step(1)],
+    };
+    const descent = [{ rule: 'gradientDescent', learningRate: 1 }];
+    const one = hb.variable(Float32Array.from([1, 2, 3, 4]), { shape: [4, 1] });
+    const shared = await hb.profile(() => native.planRun(plan(spec, [one.handle, one.handle]), 3, fed as never, descent as never, []));
+    expect(shared.kernels.map((k) => [k.calls, k.besideOthers])).toEqual([[2, 0]]);
+    expect(Array.from((await one.data()) as Float32Array)).toEqual([0, 1.5, 1, 4]); // both updates, one after the other
+    const [a, b] = [1, 2].map(() => hb.variable(Float32Array.from([1, 2, 3, 4]), { shape: [4, 1] }));
+    const apart = await hb.profile(() => native.planRun(plan(spec, [a.handle, b.handle]), 3, fed as never, descent as never, []));
+    expect(apart.kernels.map((k) => [k.calls, k.besideOthers])).toEqual([[2, sideBySide ? 2 : 0]]);
+    for (const table of [a, b]) expect(Array.from((await table.data()) as Float32Array)).toEqual([0.5, 1.75, 2, 4]);
   });
 });

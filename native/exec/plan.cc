@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <set>
@@ -51,6 +52,26 @@ bool runsBesideItsKind(const KernelDef& kernel) {
   return kernel.collective == 0 && (kernel.name == "embedding_lookup" || kernel.name == "lookup_backward_apply");
 }
 
+// The floats a step of those kernels reads and writes (its ids times its table's width).
+// Steps side by side each get one thread: a few large ones are better off splitting their
+// loops over the whole pool, one after another.
+int64_t sideBySideWork(const KernelDef& kernel, const KernelArgs& args) {
+  const bool lookup = kernel.name == "embedding_lookup";
+  const Tensor& table = lookup ? args.in[0] : args.out[0];
+  const int64_t width = table.shape.size() == 2 ? table.shape[1] : 1;
+  int64_t ids = 0;
+  if (lookup) {
+    ids = args.in[1].size();
+  } else {
+    for (size_t i = 0; i < args.in.size(); i += 4) ids += args.in[i].size();  // per lookup: ids, splits, weights, dy
+  }
+  return ids * width;
+}
+
+// The most work a step of a group smaller than the pool may have to run beside the others
+// (a table of 64 floats at batch 2048).
+constexpr int64_t kSideBySideWork = int64_t(1) << 17;
+
 // HB_SIDE_BY_SIDE=0 runs every step after the one before (to compare).
 bool sideBySideWanted() {
   static const bool wanted = [] {
@@ -99,11 +120,13 @@ void Plan::findSideBySideSteps() {
   sideBySideEnd_.resize(steps_.size());
   for (size_t at = 0; at < steps_.size(); ++at) sideBySideEnd_[at] = at + 1;
   if (device_.isCuda() || threadPoolSize() < 2 || !sideBySideWanted()) return;
-  // The memory a value lives in: a storage slot (temporaries share them), a parameter or a
-  // feed. Steps side by side must not write memory another of them reads or writes.
-  using Memory = std::pair<PlanValue::Kind, int>;
+  // The memory a value lives in: a storage slot (temporaries share them), a parameter's
+  // buffer (two parameters may be given one) or a feed. Steps side by side must not write
+  // memory another of them reads or writes.
+  using Memory = std::pair<PlanValue::Kind, intptr_t>;
   const auto memoryOf = [&](int id) -> Memory {
     const PlanValue& v = values_[size_t(aliasRoot_[size_t(id)])];
+    if (v.kind == PlanValue::Kind::Param) return {v.kind, reinterpret_cast<intptr_t>(params_[size_t(v.index)].buffer->data())};
     return {v.kind, v.kind == PlanValue::Kind::Dynamic ? aliasRoot_[size_t(id)] : v.index};
   };
   const auto joins = [&](const PlanStep& s, std::set<Memory>& read, std::set<Memory>& written) {
@@ -449,37 +472,47 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
   for (size_t at = 0; at < steps_.size();) {
     const size_t end = sideBySideEnd_[at];
     if (end > at + 1) {
-      // Steps side by side (findSideBySideSteps), one per thread; a parallelFor inside a
-      // kernel then runs on that thread. A failure is the first failed step's, as if they
-      // had run one after another (the others may have run).
+      // Steps that may run side by side (findSideBySideSteps): all their arguments first,
+      // then, when they are many or each is small, one step per thread (a parallelFor
+      // inside a kernel then runs on that thread), else one after another. A failure is
+      // the first failed step's; side by side, steps after it may have run (and updated
+      // their tables), and one whose arguments could not be made stops them all first.
       const size_t n = end - at;
       std::vector<KernelArgs> args;
       std::vector<std::exception_ptr> failed(n);
       std::vector<double> ms(n, 0.0);
+      int64_t largest = 0;
       for (size_t g = 0; g < n; ++g) {
         try {
           args.push_back(argumentsOf(steps_[at + g]));
+          largest = std::max(largest, sideBySideWork(*steps_[at + g].kernel, args.back()));
         } catch (const std::exception& e) {
           tellPeersOfFailure(at + g + 1, steps_[at + g].name + ": " + e.what());
           throw;
         }
       }
-      parallelFor(int64_t(n), 1, [&](int64_t g0, int64_t g1) {
-        for (int64_t g = g0; g < g1; ++g) {
-          const auto kernelStart = std::chrono::steady_clock::now();
-          try {
-            runKernel(*steps_[at + size_t(g)].kernel, args[size_t(g)]);
-          } catch (...) {
-            failed[size_t(g)] = std::current_exception();
-          }
-          ms[size_t(g)] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kernelStart).count();
+      const bool together = int64_t(n) >= int64_t(threadPoolSize()) || largest <= kSideBySideWork;
+      const auto runStep = [&](size_t g) {
+        const auto kernelStart = std::chrono::steady_clock::now();
+        try {
+          runKernel(*steps_[at + g].kernel, args[g]);
+        } catch (...) {
+          failed[g] = std::current_exception();
         }
-      });
+        ms[g] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kernelStart).count();
+      };
+      if (together) {
+        parallelFor(int64_t(n), 1, [&](int64_t g0, int64_t g1) {
+          for (int64_t g = g0; g < g1; ++g) runStep(size_t(g));
+        });
+      } else {
+        for (size_t g = 0; g < n && !(g > 0 && failed[g - 1]); ++g) runStep(g);
+      }
       for (size_t g = 0; g < n; ++g) {
         const PlanStep& s = steps_[at + g];
         try {
           if (failed[g]) std::rethrow_exception(failed[g]);
-          if (profiling) profiled(s, ms[g], true);
+          if (profiling) profiled(s, ms[g], together);
           written(s, args[g]);
         } catch (const std::exception& e) {
           tellPeersOfFailure(at + g + 1, s.name + ": " + e.what());

@@ -98,7 +98,9 @@ constexpr int64_t kScatterElements = 1 << 15;
 
 // sumPerRow's blocked sums (BlockedRunningSum's blocks, as sumPerRow blocks), taken in
 // one pass over the entries in entry order, each added onto its row: the same terms in the
-// same order per row, so the same bits. For small lookups (kScatterElements), on the
+// same order per row, so the same bits (a NaN's sign aside, which the update refuses
+// anyway). For lookups of few distinct rows (rows x width up to kScatterElements, however
+// many entries), on the
 // calling thread: read in entry order, the entries' sources (a batch's output gradients,
 // which the step's last kernel left spread over the cores' caches) come as one stream
 // that hardware prefetchers follow, where sumPerRow jumped between them. A table of 16
