@@ -44,10 +44,11 @@ int64_t knownSize(const std::vector<int64_t>& shape, const std::string& what) {
   return n;
 }
 
-// Kernels whose consecutive steps in a CPU plan run side by side, each on one thread of
-// the pool: a table's lookup, a table's backward and update. A model of many small tables
-// (DLRM's 26) has a step of each per table, each too small to keep two threads busy (a
-// table of 16 floats at batch 1024: 30-50 us a step, most of it waiting on memory).
+// Kernels whose consecutive steps in a CPU plan may run side by side, each on one thread
+// of the pool: a table's lookup, a table's backward and update. A model of many small
+// tables (DLRM's 26) has a step of each per table, often too small to keep two threads
+// busy (a table of 16 floats at batch 1024: 30-50 us a step, most of it waiting on
+// memory); the run decides by their number and size (sideBySideWork).
 bool runsBesideItsKind(const KernelDef& kernel) {
   return kernel.collective == 0 && (kernel.name == "embedding_lookup" || kernel.name == "lookup_backward_apply");
 }
