@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.h"
+#include "native/core/env_switch.h"
 #include "native/core/executor.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
@@ -38,10 +39,7 @@ constexpr size_t kHostAlignment = 64;
 constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 bool hugePagesWanted() {
-  static const bool wanted = [] {
-    const char* env = std::getenv("HB_HUGE_PAGES");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool wanted = switchedOn("HB_HUGE_PAGES");
   return wanted;
 }
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <exception>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "cuda/dense_kernels.h"
+#include "native/core/env_switch.h"
 #include "native/core/executor.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
@@ -75,10 +75,7 @@ constexpr int64_t kSideBySideWork = int64_t(1) << 17;
 
 // HB_SIDE_BY_SIDE=0 runs every step after the one before (to compare).
 bool sideBySideWanted() {
-  static const bool wanted = [] {
-    const char* env = std::getenv("HB_SIDE_BY_SIDE");
-    return env == nullptr || std::string(env) != "0";
-  }();
+  static const bool wanted = switchedOn("HB_SIDE_BY_SIDE");
   return wanted;
 }
 
