@@ -40,10 +40,15 @@ const script = `
         }
       }
     }
-    const features = 27, width = 64, batch = 37;
-    const t = hb.tensor(Float32Array.from({ length: batch * features * width }, (_, i) => Math.sin(i)), [batch, features * width]);
-    const [z] = await native.kernelRun('dot_interaction', [t.handle], [[batch, (features * (features - 1)) / 2]], { features });
-    const interaction = [digestOf(await new hb.Tensor(z).data())];
+    const features = 27, batch = 37;
+    // The forward: two whole blocks of 16 examples (the AVX-512 build turns their pairs
+    // into rows 16 at a time) and a part block, over widths 64 and 16.
+    const interaction = [];
+    for (const width of [64, 16]) {
+      const t = hb.tensor(Float32Array.from({ length: batch * features * width }, (_, i) => Math.sin(i + width)), [batch, features * width]);
+      const [z] = await native.kernelRun('dot_interaction', [t.handle], [[batch, (features * (features - 1)) / 2]], { features });
+      interaction.push(digestOf(await new hb.Tensor(z).data()));
+    }
     // The gradient: rows of 8 and 16 floats take the AVX-512 build's blocked path; 64, its row pairs.
     for (const gradWidth of [8, 16, 64]) {
       const pairs = (features * (features - 1)) / 2;

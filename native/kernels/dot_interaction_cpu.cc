@@ -17,11 +17,13 @@ namespace {
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 0
 #define HB_INTERACTION_ROW_PAIRS 0
 #define HB_INTERACTION_BLOCKED_GRAD 0
+#define HB_INTERACTION_PAIRS_AT_ONCE 4
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
 #undef HB_INTERACTION_ROW_PAIRS
 #undef HB_INTERACTION_BLOCKED_GRAD
+#undef HB_INTERACTION_PAIRS_AT_ONCE
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // The same loops for wider vector units; no FMA, so the results do not change.
@@ -34,11 +36,13 @@ namespace {
 // lanes cost more to fill and empty than they save (DLRM's 27 x 16 at batch 4096 on a
 // 2-vCPU EPYC VM held to AVX2: 1.47 ms row by row, 4.5 ms blocked by 4 columns).
 #define HB_INTERACTION_BLOCKED_GRAD 0
+#define HB_INTERACTION_PAIRS_AT_ONCE 4
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
 #undef HB_INTERACTION_ROW_PAIRS
 #undef HB_INTERACTION_BLOCKED_GRAD
+#undef HB_INTERACTION_PAIRS_AT_ONCE
 #pragma GCC pop_options
 
 // Only here are 16-float shuffles single instructions, so only here does the block's
@@ -51,11 +55,13 @@ namespace {
 #define HB_INTERACTION_ROW_PAIRS 1
 // The blocked gradient (16 columns' running sums of 16 lanes, half the registers).
 #define HB_INTERACTION_BLOCKED_GRAD 1
+#define HB_INTERACTION_PAIRS_AT_ONCE 8
 #include "native/kernels/dot_interaction_cpu_impl.h"
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
 #undef HB_INTERACTION_ROW_PAIRS
 #undef HB_INTERACTION_BLOCKED_GRAD
+#undef HB_INTERACTION_PAIRS_AT_ONCE
 #pragma GCC pop_options
 
 enum class VectorUnit { Portable, Avx2, Avx512 };
