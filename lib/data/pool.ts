@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { readerNice } from './reader_priority';
 import type { FromWorker, ToWorker } from './worker';
 
 // When hb-ts runs from its TypeScript sources (its own tests), worker.ts has no .js next
@@ -50,13 +51,15 @@ export function readerThreadsStartedSoFar(): number {
 }
 
 function startWorker(): Worker {
+  // Read before the thread starts, so a bad HB_READER_NICE fails the pass here, by name.
+  const nice = readerNice();
   readerThreadsStarted++;
   const compiled = path.join(__dirname, 'worker.js');
-  if (fs.existsSync(compiled)) return new Worker(compiled);
+  if (fs.existsSync(compiled)) return new Worker(compiled, { workerData: { nice } });
   const source = path.join(__dirname, 'worker.ts');
   return new Worker(TS_BOOTSTRAP, {
     eval: true,
-    workerData: { entry: source, typescript: require.resolve('typescript'), cache: path.join(os.tmpdir(), 'hb-ts-worker-cache') },
+    workerData: { entry: source, typescript: require.resolve('typescript'), cache: path.join(os.tmpdir(), 'hb-ts-worker-cache'), nice },
   });
 }
 

@@ -1,8 +1,9 @@
 // The reader thread: plans files and reads units for the main thread, posting columnar
 // chunks with their buffers transferred. It runs ahead of the consumer by at most the
 // credits the main thread grants, so a slow training step bounds the memory held here.
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import type { Reader, ReaderKind } from './reader';
+import { lowerThisThreadsPriority } from './reader_priority';
 import { checkChunk, transferList, UnitBase } from './wire';
 
 export type ToWorker =
@@ -36,6 +37,8 @@ function readers(kind: ReaderKind): Reader<unknown, UnitBase> {
   }
   /* eslint-enable @typescript-eslint/no-require-imports */
 }
+
+lowerThisThreadsPriority((workerData as { nice?: number } | null)?.nice ?? 0);
 
 const port = parentPort!;
 const credits = new Map<number, { left: number; wake?: () => void }>();
