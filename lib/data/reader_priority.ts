@@ -4,9 +4,9 @@
 // threads in the middle of a parallel loop, and the others spin at the loop's end waiting
 // for it; at a lower one it mostly runs when the step's threads wait or yield. The rows
 // come out the same, only the interleaving changes. On a 2-vCPU EPYC VM (Zen 5),
-// `npx hb-ts train` alternated three times: 276-320k -> 305-342k samples/s; DLRM on
-// Dataset.synthetic batches of 1024 against the same batches made in advance: 315-330k ->
-// 350-357k samples/s (made in advance: 382-466k).
+// `npx hb-ts train`, six pairs of runs alternated: 276-320k -> 298-342k samples/s, each
+// pair 3-10% faster (DLRM fed by Dataset.synthetic, six pairs: 291-406k -> 350-416k, one
+// pair slower; on batches made in advance 382-466k).
 
 /** The niceness reader threads take: HB_READER_NICE (an integer 0-19), 19 when unset. */
 export function readerNice(env: NodeJS.ProcessEnv = process.env): number {
