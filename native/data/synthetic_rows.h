@@ -49,6 +49,9 @@ class PowerLawRanks {
  public:
   PowerLawRanks(uint64_t vocabularySize, double alpha);
   uint64_t rank(double u) const;
+  // values[i] (a draw's 32-bit word) becomes rank(word / 2^32): the same ranks, with the
+  // exp and log of many draws at once in vector code (synthetic_rows_impl.h).
+  void ranksOfWords(int64_t* values, int64_t n) const;
 
  private:
   enum class Kind { Uniform, Log, Power };

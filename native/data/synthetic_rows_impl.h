@@ -31,4 +31,139 @@ void hiddenWeights(const int64_t* ids, double* weights, int64_t n, uint32_t key)
   }
 }
 
+#if HB_SYNTHETIC_VECTOR_BYTES > 0
+// A vector register's doubles, 64-bit integers (a comparison's lanes: -1 true, 0 false)
+// and words: wider vectors than the build has registers for became one lane at a time
+// where a comparison chose between them.
+constexpr int64_t kRankLanes = HB_SYNTHETIC_VECTOR_BYTES / 8;
+typedef double Doubles8 __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
+typedef int64_t Ints8 __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
+typedef uint64_t Words8 __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
+
+// Whole numbers in [0, 2^52) as doubles and back, by their bits: 2^52 + v holds v in its
+// low bits. (Vector conversions between 64-bit integers and doubles, and 64-bit
+// arithmetic shifts, are AVX-512 instructions: elsewhere GCC would make them one lane at a
+// time, slower than the C library's exp and log.)
+constexpr uint64_t kTwo52Bits = 0x4330000000000000ull;
+#define HB_DOUBLES_OF(v) ((Doubles8)((v) | kTwo52Bits) - 0x1p52)
+#define HB_WORDS_OF(v) ((Words8)((v) + 0x1p52) - kTwo52Bits)
+
+// floor(v) of each lane, v >= 0: from 2^52 on every double is an integer; below, adding
+// and taking away 2^52 rounds to an integer, one too many where it rounded up. (Vectors
+// in and out through memory: passed by value, a 64-byte vector's ABI differs between the
+// builds, which GCC warns of.)
+__attribute__((always_inline)) inline void floorOfPositive(const Doubles8& v, Doubles8& out) {
+  const Doubles8 nearest = (v + 0x1p52) - 0x1p52;
+  const Doubles8 below = nearest > v ? nearest - 1 : nearest;
+  out = v >= 0x1p52 ? v : below;
+}
+
+// kRankLanes lanes of powerLawRanks below: words[0..kRankLanes) to ranks[0..kRankLanes).
+__attribute__((always_inline)) inline void powerLawRankLanes(const int64_t* words, double span, double exponent,
+                                                             double vocabulary, double margin, int64_t* ranks) {
+  Words8 word;
+  std::memcpy(&word, words, sizeof word);
+  // ln 2 in two parts; k * kLn2High is exact for |k| < 2^11.
+  constexpr double kLn2High = 0x1.62e42fee00000p-1;
+  constexpr double kLn2Low = 0x1.a39ef35793c76p-33;
+  constexpr double kInvLn2 = 0x1.71547652b82fep0;
+  constexpr double kRound = 0x1.8p52;  // adding it rounds a double below 2^51 to an integer
+  constexpr double kSqrt2 = 0x1.6a09e667f3bcdp0;
+  const Doubles8 u = HB_DOUBLES_OF(word & 0xffffffffull) / 4294967296.0;  // exact
+  const Doubles8 y = 1 + u * span;  // > 0; a y too small for the bits below is left to the caller
+  const Doubles8 zeros = {};
+  Doubles8 t = u * span;  // the log law's exponent
+  Ints8 inRange = Ints8{} - 1;  // all true
+  if (exponent != 0) {
+    // log(y) = k ln 2 + log(m), m in [sqrt(1/2), sqrt(2)): log(m) = 2 atanh(s), s = (m - 1) / (m + 1).
+    const Words8 bits = (Words8)y;  // y > 0: the sign bit is clear
+    Doubles8 kd = HB_DOUBLES_OF(bits >> 52) - 1023;
+    Doubles8 m = (Doubles8)((bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+    const Ints8 halve = m > kSqrt2;
+    m = halve ? m * 0.5 : m;
+    kd = halve ? kd + 1 : kd;
+    const Doubles8 f = m - 1;
+    const Doubles8 s = f / (2 + f);
+    const Doubles8 z = s * s;
+    Doubles8 q = zeros + 1.0 / 23;
+    q = q * z + 1.0 / 21;
+    q = q * z + 1.0 / 19;
+    q = q * z + 1.0 / 17;
+    q = q * z + 1.0 / 15;
+    q = q * z + 1.0 / 13;
+    q = q * z + 1.0 / 11;
+    q = q * z + 1.0 / 9;
+    q = q * z + 1.0 / 7;
+    q = q * z + 1.0 / 5;
+    q = q * z + 1.0 / 3;
+    q = q * z + 1;
+    t = exponent * (kd * kLn2High + (kd * kLn2Low + 2 * s * q));
+    inRange = y >= 0x1p-1000;
+  }
+  // exp(t), t in [0, 45]: 2^k exp(r), |r| <= ln(2) / 2, exp(r) by its series to r^13 / 13!.
+  // (A NaN or anything outside [0, 60] is left to the caller, and computes on 0 here.)
+  inRange &= (t >= 0) & (t <= 60);
+  t = inRange ? t : zeros;
+  const Doubles8 kd = (t * kInvLn2 + kRound) - kRound;
+  const Doubles8 r = (t - kd * kLn2High) - kd * kLn2Low;
+  Doubles8 p = zeros + 1.0 / 6227020800;
+  p = p * r + 1.0 / 479001600;
+  p = p * r + 1.0 / 39916800;
+  p = p * r + 1.0 / 3628800;
+  p = p * r + 1.0 / 362880;
+  p = p * r + 1.0 / 40320;
+  p = p * r + 1.0 / 5040;
+  p = p * r + 1.0 / 720;
+  p = p * r + 1.0 / 120;
+  p = p * r + 1.0 / 24;
+  p = p * r + 1.0 / 6;
+  p = p * r + 0.5;
+  p = p * r + 1;
+  p = p * r + 1;
+  const Doubles8 scale = (Doubles8)((HB_WORDS_OF(kd) + 1023) << 52);
+  const Doubles8 x = p * scale;
+  const Doubles8 low = x * (1 - margin), high = x * (1 + margin);
+  // rank = floor(x) - 1, 0 below 1, V - 1 from V on.
+  Doubles8 lowFloor, highFloor;
+  floorOfPositive(low, lowFloor);
+  floorOfPositive(high, highFloor);
+  const Ints8 none = high < 2, top = low >= vocabulary + 1;
+  const Ints8 certain = inRange & (none | top | (lowFloor == highFloor));
+  const Doubles8 rank = none ? zeros : top ? zeros + (vocabulary - 1) : highFloor - 1;  // in [0, 2^52)
+  const Ints8 out = certain ? (Ints8)HB_WORDS_OF(rank) : Ints8{} - 1;
+  std::memcpy(ranks, &out, sizeof out);
+}
+
+// x = exp(e * log(1 + u * span)) (power: `exponent` e != 0) or exp(u * span) (log:
+// exponent 0) for u = word / 2^32, each word in the low 32 bits of words[i], as
+// PowerLawRanks::rank computes it but with the log and exp above instead of the C
+// library's: the ranks they certainly give go to ranks[i], -1 where the caller must
+// compute it. Only separate multiplies and adds (-ffp-contract=off), so every build makes
+// the same x.
+//
+// How close: y = 1 + u * span is the same double on both sides; this log and exp are
+// within 4 units in the last place of the true values (the series end where their next
+// terms are under 2^-60 of the result), the C library's within 1, so the two e * log(y)
+// differ by at most 8 * 2^-52 * |e * log(y)| (e * log(y) is between 0 and log(V + 1) <= 45)
+// and the two x by a factor within 1 +- 370 * 2^-52. `margin` (2^-36) is 180 times that:
+// where x * (1 - margin) and x * (1 + margin) floor alike, the C library's x floors there
+// too, and so gives that rank; elsewhere (a draw within 2^-36 of a rank's edge, about one
+// in 10^7 for DLRM's tables of 10^4 rows) the caller computes it with the C library.
+// Vocabularies up to 2^52 (exact as doubles, with V + 1).
+void powerLawRanks(const int64_t* words, int64_t n, double span, double exponent, double vocabulary, double margin,
+                   int64_t* ranks) {
+  int64_t i = 0;
+  for (; i + kRankLanes <= n; i += kRankLanes) powerLawRankLanes(words + i, span, exponent, vocabulary, margin, ranks + i);
+  if (i < n) {
+    int64_t last[kRankLanes] = {}, lastRanks[kRankLanes];
+    std::memcpy(last, words + i, size_t(n - i) * sizeof(int64_t));
+    powerLawRankLanes(last, span, exponent, vocabulary, margin, lastRanks);
+    std::memcpy(ranks + i, lastRanks, size_t(n - i) * sizeof(int64_t));
+  }
+}
+
+#undef HB_DOUBLES_OF
+#undef HB_WORDS_OF
+#endif  // HB_SYNTHETIC_VECTOR_BYTES > 0
+
 }  // namespace HB_SYNTHETIC_NAMESPACE
