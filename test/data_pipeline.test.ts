@@ -3,6 +3,7 @@
 import * as path from 'path';
 import * as hb from '../lib';
 import { readerThreadsStartedSoFar } from '../lib/data/pool';
+import { stopsSettled } from '../lib/data/source';
 import { collect, rowsOf } from './support/data';
 
 // A small synthetic source: row identity is recoverable from its ids.
@@ -133,18 +134,36 @@ describe('hb.data pipeline', () => {
     expect(await collect(source(250).repeat(0))).toEqual([]);
   });
 
-  test('reader threads are kept from a pass read to the end to the next one, and ended by a pass stopped early', async () => {
+  test('reader threads are kept from one pass to the next, whether it read to the end or stopped early', async () => {
     const ds = source(2000, { numWorkers: 2, blockRows: 100 }).batch(500);
     const before = readerThreadsStartedSoFar();
-    await collect(ds);
+    const all = rowsOf(await collect(ds));
     const afterFirst = readerThreadsStartedSoFar();
     expect(afterFirst - before).toBe(2);
     await collect(ds); // the next epoch: no new threads
     await collect(ds.repeat(2));
     expect(readerThreadsStartedSoFar()).toBe(afterFirst);
-    await collect(ds.take(1)); // stopped early: its threads end...
-    await collect(ds); // ...so this pass starts new ones
+    // Stopped early (an evaluation of some steps): the threads stop after the chunk at
+    // hand, drop what they had sent, and serve the next pass from its first row.
+    for (let i = 0; i < 3; i++) {
+      expect(rowsOf(await collect(ds.take(1)))).toEqual(all.slice(0, 500));
+      await stopsSettled();
+    }
+    expect(rowsOf(await collect(ds))).toEqual(all);
+    expect(readerThreadsStartedSoFar()).toBe(afterFirst);
+    // A pass that starts before the stopped one's threads are back takes new ones.
+    await collect(ds.take(1));
+    expect(rowsOf(await collect(ds))).toEqual(all);
+    await stopsSettled();
     expect(readerThreadsStartedSoFar()).toBe(afterFirst + 2);
+    // A file reader stopped mid-file, then read again whole.
+    const tsv = hb.data.Dataset.fromCriteoTsv(path.resolve(__dirname, 'fixtures/criteo_kaggle_sample.tsv'), { blockRows: 10, numWorkers: 1 }).batch(25);
+    const whole = (await collect(tsv)).map((b) => Array.from(b.labels as Float32Array));
+    const tsvThreads = readerThreadsStartedSoFar();
+    expect((await collect(tsv.take(1))).map((b) => Array.from(b.labels as Float32Array))).toEqual(whole.slice(0, 1));
+    await stopsSettled();
+    expect((await collect(tsv)).map((b) => Array.from(b.labels as Float32Array))).toEqual(whole);
+    expect(readerThreadsStartedSoFar()).toBe(tsvThreads);
     // Two passes at once do not share threads, and both read every row.
     const [a, b] = await Promise.all([collect(ds), collect(ds)]);
     expect(rowsOf(a)).toEqual(rowsOf(b));

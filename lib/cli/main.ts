@@ -70,10 +70,14 @@ function prepareRun(configFile: string | undefined, command: string): PreparedRu
     const tables = config.tables.map((t) => ({ ...t, hotness: t.hotness }));
     // One planted model (one seed) for training and evaluation; its rows split in two
     // halves so evaluation is on held-out rows, each half split between the ranks.
-    const synthetic = (half: number) => () =>
-      data.Dataset.synthetic({ numDense: config.numDense, tables, numSamples: 2 * config.trainSamples, seed: config.seed, partitionCount: 2 * W, partitionIndex: half * W + job.rank })
+    const synthetic = (half: number, blockRows?: number) =>
+      data.Dataset.synthetic({ numDense: config.numDense, tables, numSamples: 2 * config.trainSamples, seed: config.seed, partitionCount: 2 * W, partitionIndex: half * W + job.rank, blockRows })
         .batch(config.batchSize)
         .prefetch(2);
+    // Every evaluation reads the same first batches of the held-out half: one dataset for
+    // all of them keeps its reader threads from one to the next, and blocks of one batch
+    // leave little made and unread when an evaluation stops after its steps.
+    const evalData = synthetic(1, config.batchSize);
     const modelFn =
       config.model === 'dlrm'
         ? dlrmModelFn({
@@ -93,8 +97,8 @@ function prepareRun(configFile: string | undefined, command: string): PreparedRu
           });
     run = {
       modelFn,
-      trainInput: synthetic(0),
-      evalInput: synthetic(1),
+      trainInput: () => synthetic(0),
+      evalInput: () => evalData,
       maxSteps: config.maxSteps ?? Math.max(1, Math.floor(config.trainSamples / (config.batchSize * W))),
       evalSteps: config.evalSteps ?? Math.max(1, Math.ceil(config.evalSamples / (config.batchSize * W))),
       what:

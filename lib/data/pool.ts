@@ -1,6 +1,6 @@
 // The reader threads of a dataset's passes: started on demand, one message queue each,
-// kept from a pass that read to the end for the next one (lib/data/source.ts), ended
-// together when a pass stops early or fails, or when the dataset is collected.
+// kept from a pass for the next one (lib/data/source.ts), ended together when a pass
+// fails (or its threads do not stop), or when the dataset is collected.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';

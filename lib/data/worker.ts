@@ -9,14 +9,18 @@ import { checkChunk, transferList, UnitBase } from './wire';
 export type ToWorker =
   | { type: 'plan'; id: number; kind: ReaderKind; file: string; task: unknown }
   | { type: 'read'; id: number; kind: ReaderKind; task: unknown; units: UnitBase[]; credits: number }
-  | { type: 'credit'; id: number; n: number };
+  | { type: 'credit'; id: number; n: number }
+  // The consumer stopped early: end the read after the chunk at hand; 'stopped' answers.
+  | { type: 'stop'; id: number };
 
 export type FromWorker =
   | { type: 'planned'; id: number; result: unknown }
   | { type: 'chunk'; id: number; unit: number; chunk: import('./wire').WireChunk }
   | { type: 'unitEnd'; id: number; unit: number; skipped: number; why: string[] }
   | { type: 'done'; id: number }
-  | { type: 'failed'; id: number; message: string; name: string; code?: string };
+  | { type: 'failed'; id: number; message: string; name: string; code?: string }
+  // The answer to 'stop', the read's last message (also when there was none to stop).
+  | { type: 'stopped'; id: number };
 
 function readers(kind: ReaderKind): Reader<unknown, UnitBase> {
   // Loaded on first use, so a TSV or synthetic worker never loads Parquet's WebAssembly.
@@ -41,7 +45,12 @@ function readers(kind: ReaderKind): Reader<unknown, UnitBase> {
 lowerThisThreadsPriority((workerData as { nice?: number } | null)?.nice ?? 0);
 
 const port = parentPort!;
-const credits = new Map<number, { left: number; wake?: () => void }>();
+interface Credit {
+  left: number;
+  wake?: () => void;
+  stopped?: boolean;
+}
+const credits = new Map<number, Credit>();
 
 function post(message: FromWorker, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
@@ -65,11 +74,12 @@ async function plan(message: Extract<ToWorker, { type: 'plan' }>): Promise<void>
 }
 
 async function read(message: Extract<ToWorker, { type: 'read' }>): Promise<void> {
-  const credit = { left: message.credits } as { left: number; wake?: () => void };
+  const credit: Credit = { left: message.credits };
   credits.set(message.id, credit);
   try {
     const reader = readers(message.kind);
     for (const unit of message.units) {
+      if (credit.stopped) break;
       let skipped = 0;
       const why: string[] = [];
       const context = {
@@ -79,18 +89,21 @@ async function read(message: Extract<ToWorker, { type: 'read' }>): Promise<void>
         },
       };
       for await (const chunk of reader.read(unit, message.task, context)) {
-        while (credit.left <= 0) await new Promise<void>((resolve) => (credit.wake = resolve));
+        while (credit.left <= 0 && !credit.stopped) await new Promise<void>((resolve) => (credit.wake = resolve));
+        if (credit.stopped) break;
         credit.left--;
         checkChunk(chunk);
         post({ type: 'chunk', id: message.id, unit: unit.index, chunk }, transferList(chunk));
       }
+      if (credit.stopped) break;
       post({ type: 'unitEnd', id: message.id, unit: unit.index, skipped, why });
     }
-    post({ type: 'done', id: message.id });
+    if (!credit.stopped) post({ type: 'done', id: message.id });
   } catch (error) {
-    post({ type: 'failed', id: message.id, ...failure(error) });
+    if (!credit.stopped) post({ type: 'failed', id: message.id, ...failure(error) });
   } finally {
     credits.delete(message.id);
+    if (credit.stopped) post({ type: 'stopped', id: message.id });
   }
 }
 
@@ -102,6 +115,18 @@ port.on('message', (message: ToWorker) => {
     case 'read':
       void read(message);
       break;
+    case 'stop': {
+      const credit = credits.get(message.id);
+      if (credit === undefined) {
+        post({ type: 'stopped', id: message.id });  // its read had ended already
+      } else {
+        credit.stopped = true;
+        const wake = credit.wake;
+        credit.wake = undefined;
+        wake?.();
+      }
+      break;
+    }
     case 'credit': {
       const credit = credits.get(message.id);
       if (credit !== undefined) {
