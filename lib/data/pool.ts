@@ -154,8 +154,10 @@ export class WorkerPool {
     this.slot(i).worker.postMessage(message);
   }
 
-  async receive(i: number): Promise<FromWorker> {
+  /** The thread's next message; `keepAlive` false: the wait does not keep the process alive. */
+  async receive(i: number, keepAlive = true): Promise<FromWorker> {
     const entry = this.slot(i);
+    if (!keepAlive) return entry.inbox.next();
     if (entry.waiting++ === 0) entry.worker.ref();
     try {
       return await entry.inbox.next();

@@ -167,7 +167,8 @@ async function keepAfterStopping(source: SourceDescription, pool: WorkerPool, th
     for (let w = 0; w < threads; w++) pool.send(w, { type: 'stop', id: w });
     const drained = Promise.all(
       Array.from({ length: threads }, async (_, w) => {
-        for (;;) if ((await pool.receive(w)).type === 'stopped') return true;
+        // Not holding the process: one that has nothing else to do exits meanwhile.
+        for (;;) if ((await pool.receive(w, false)).type === 'stopped') return true;
       }),
     );
     const late = new Promise<boolean>((resolve) => {
