@@ -7,6 +7,7 @@
 // `npx hb-ts train`, six pairs of runs alternated: 276-320k -> 298-342k samples/s, each
 // pair 3-10% faster (DLRM fed by Dataset.synthetic, six pairs: 291-406k -> 350-416k, one
 // pair slower; on batches made in advance 382-466k).
+import * as os from 'node:os';
 
 /** The niceness reader threads take: HB_READER_NICE (an integer 0-19), 19 when unset. */
 export function readerNice(env: NodeJS.ProcessEnv = process.env): number {
@@ -26,8 +27,6 @@ export function readerNice(env: NodeJS.ProcessEnv = process.env): number {
  */
 export function lowerThisThreadsPriority(nice: number): void {
   if (process.platform !== 'linux' || !(nice > 0)) return;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const os = require('node:os') as typeof import('node:os');
   try {
     if (os.getPriority(0) < nice) os.setPriority(0, nice);
   } catch {

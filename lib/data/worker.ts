@@ -79,7 +79,6 @@ async function read(message: Extract<ToWorker, { type: 'read' }>): Promise<void>
   try {
     const reader = readers(message.kind);
     for (const unit of message.units) {
-      if (credit.stopped) break;
       let skipped = 0;
       const why: string[] = [];
       const context = {

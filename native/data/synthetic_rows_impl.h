@@ -37,32 +37,41 @@ void hiddenWeights(const int64_t* ids, double* weights, int64_t n, uint32_t key)
 // and words: wider vectors than the build has registers for became one lane at a time
 // where a comparison chose between them.
 constexpr int64_t kRankLanes = HB_SYNTHETIC_VECTOR_BYTES / 8;
-typedef double Doubles8 __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
-typedef int64_t Ints8 __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
-typedef uint64_t Words8 __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
+typedef double DoubleLanes __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
+typedef int64_t IntLanes __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
+typedef uint64_t WordLanes __attribute__((vector_size(HB_SYNTHETIC_VECTOR_BYTES)));
 
 // Whole numbers in [0, 2^52) as doubles and back, by their bits: 2^52 + v holds v in its
 // low bits. (Vector conversions between 64-bit integers and doubles, and 64-bit
 // arithmetic shifts, are AVX-512 instructions: elsewhere GCC would make them one lane at a
 // time, slower than the C library's exp and log.)
 constexpr uint64_t kTwo52Bits = 0x4330000000000000ull;
-#define HB_DOUBLES_OF(v) ((Doubles8)((v) | kTwo52Bits) - 0x1p52)
-#define HB_WORDS_OF(v) ((Words8)((v) + 0x1p52) - kTwo52Bits)
+#define HB_DOUBLES_OF(v) ((DoubleLanes)((v) | kTwo52Bits) - 0x1p52)
+#define HB_WORDS_OF(v) ((WordLanes)((v) + 0x1p52) - kTwo52Bits)
 
 // floor(v) of each lane, v >= 0: from 2^52 on every double is an integer; below, adding
 // and taking away 2^52 rounds to an integer, one too many where it rounded up. (Vectors
 // in and out through memory: passed by value, a 64-byte vector's ABI differs between the
 // builds, which GCC warns of.)
-__attribute__((always_inline)) inline void floorOfPositive(const Doubles8& v, Doubles8& out) {
-  const Doubles8 nearest = (v + 0x1p52) - 0x1p52;
-  const Doubles8 below = nearest > v ? nearest - 1 : nearest;
+__attribute__((always_inline)) inline void floorOfPositive(const DoubleLanes& v, DoubleLanes& out) {
+  const DoubleLanes nearest = (v + 0x1p52) - 0x1p52;
+  const DoubleLanes below = nearest > v ? nearest - 1 : nearest;
   out = v >= 0x1p52 ? v : below;
+}
+
+// c[0] x^(N-1) + ... + c[N-1], by Horner's rule from c[0]: a multiply, then an add
+// (-ffp-contract=off), the same order in every build.
+template <size_t N>
+__attribute__((always_inline)) inline void horner(const DoubleLanes& x, const double (&c)[N], DoubleLanes& out) {
+  out = DoubleLanes{} + c[0];
+#pragma GCC unroll 16
+  for (size_t k = 1; k < N; ++k) out = out * x + c[k];
 }
 
 // kRankLanes lanes of powerLawRanks below: words[0..kRankLanes) to ranks[0..kRankLanes).
 __attribute__((always_inline)) inline void powerLawRankLanes(const int64_t* words, double span, double exponent,
                                                              double vocabulary, double margin, int64_t* ranks) {
-  Words8 word;
+  WordLanes word;
   std::memcpy(&word, words, sizeof word);
   // ln 2 in two parts; k * kLn2High is exact for |k| < 2^11.
   constexpr double kLn2High = 0x1.62e42fee00000p-1;
@@ -70,34 +79,27 @@ __attribute__((always_inline)) inline void powerLawRankLanes(const int64_t* word
   constexpr double kInvLn2 = 0x1.71547652b82fep0;
   constexpr double kRound = 0x1.8p52;  // adding it rounds a double below 2^51 to an integer
   constexpr double kSqrt2 = 0x1.6a09e667f3bcdp0;
-  const Doubles8 u = HB_DOUBLES_OF(word & 0xffffffffull) / 4294967296.0;  // exact
-  const Doubles8 y = 1 + u * span;  // > 0; a y too small for the bits below is left to the caller
-  const Doubles8 zeros = {};
-  Doubles8 t = u * span;  // the log law's exponent
-  Ints8 inRange = Ints8{} - 1;  // all true
+  const DoubleLanes u = HB_DOUBLES_OF(word & 0xffffffffull) / 4294967296.0;  // exact
+  const DoubleLanes y = 1 + u * span;  // > 0; a y too small for the bits below is left to the caller
+  const DoubleLanes zeros = {};
+  DoubleLanes t = u * span;  // the log law's exponent
+  IntLanes inRange = IntLanes{} - 1;  // all true
   if (exponent != 0) {
     // log(y) = k ln 2 + log(m), m in [sqrt(1/2), sqrt(2)): log(m) = 2 atanh(s), s = (m - 1) / (m + 1).
-    const Words8 bits = (Words8)y;  // y > 0: the sign bit is clear
-    Doubles8 kd = HB_DOUBLES_OF(bits >> 52) - 1023;
-    Doubles8 m = (Doubles8)((bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
-    const Ints8 halve = m > kSqrt2;
+    const WordLanes bits = (WordLanes)y;  // y > 0: the sign bit is clear
+    DoubleLanes kd = HB_DOUBLES_OF(bits >> 52) - 1023;
+    DoubleLanes m = (DoubleLanes)((bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+    const IntLanes halve = m > kSqrt2;
     m = halve ? m * 0.5 : m;
     kd = halve ? kd + 1 : kd;
-    const Doubles8 f = m - 1;
-    const Doubles8 s = f / (2 + f);
-    const Doubles8 z = s * s;
-    Doubles8 q = zeros + 1.0 / 23;
-    q = q * z + 1.0 / 21;
-    q = q * z + 1.0 / 19;
-    q = q * z + 1.0 / 17;
-    q = q * z + 1.0 / 15;
-    q = q * z + 1.0 / 13;
-    q = q * z + 1.0 / 11;
-    q = q * z + 1.0 / 9;
-    q = q * z + 1.0 / 7;
-    q = q * z + 1.0 / 5;
-    q = q * z + 1.0 / 3;
-    q = q * z + 1;
+    const DoubleLanes f = m - 1;
+    const DoubleLanes s = f / (2 + f);
+    const DoubleLanes z = s * s;
+    // 2 atanh(s) / (2 s) = 1 + z / 3 + z^2 / 5 + ... + z^11 / 23.
+    static constexpr double kAtanhSeries[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                                              1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1};
+    DoubleLanes q;
+    horner(z, kAtanhSeries, q);
     t = exponent * (kd * kLn2High + (kd * kLn2Low + 2 * s * q));
     inRange = y >= 0x1p-1000;
   }
@@ -105,33 +107,25 @@ __attribute__((always_inline)) inline void powerLawRankLanes(const int64_t* word
   // (A NaN or anything outside [0, 60] is left to the caller, and computes on 0 here.)
   inRange &= (t >= 0) & (t <= 60);
   t = inRange ? t : zeros;
-  const Doubles8 kd = (t * kInvLn2 + kRound) - kRound;
-  const Doubles8 r = (t - kd * kLn2High) - kd * kLn2Low;
-  Doubles8 p = zeros + 1.0 / 6227020800;
-  p = p * r + 1.0 / 479001600;
-  p = p * r + 1.0 / 39916800;
-  p = p * r + 1.0 / 3628800;
-  p = p * r + 1.0 / 362880;
-  p = p * r + 1.0 / 40320;
-  p = p * r + 1.0 / 5040;
-  p = p * r + 1.0 / 720;
-  p = p * r + 1.0 / 120;
-  p = p * r + 1.0 / 24;
-  p = p * r + 1.0 / 6;
-  p = p * r + 0.5;
-  p = p * r + 1;
-  p = p * r + 1;
-  const Doubles8 scale = (Doubles8)((HB_WORDS_OF(kd) + 1023) << 52);
-  const Doubles8 x = p * scale;
-  const Doubles8 low = x * (1 - margin), high = x * (1 + margin);
+  const DoubleLanes kd = (t * kInvLn2 + kRound) - kRound;
+  const DoubleLanes r = (t - kd * kLn2High) - kd * kLn2Low;
+  // exp(r) = 1 + r + r^2 / 2! + ... + r^13 / 13!.
+  static constexpr double kExpSeries[] = {1.0 / 6227020800, 1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880,
+                                          1.0 / 40320,      1.0 / 5040,      1.0 / 720,      1.0 / 120,     1.0 / 24,
+                                          1.0 / 6,          0.5,             1,              1};
+  DoubleLanes p;
+  horner(r, kExpSeries, p);
+  const DoubleLanes scale = (DoubleLanes)((HB_WORDS_OF(kd) + 1023) << 52);
+  const DoubleLanes x = p * scale;
+  const DoubleLanes low = x * (1 - margin), high = x * (1 + margin);
   // rank = floor(x) - 1, 0 below 1, V - 1 from V on.
-  Doubles8 lowFloor, highFloor;
+  DoubleLanes lowFloor, highFloor;
   floorOfPositive(low, lowFloor);
   floorOfPositive(high, highFloor);
-  const Ints8 none = high < 2, top = low >= vocabulary + 1;
-  const Ints8 certain = inRange & (none | top | (lowFloor == highFloor));
-  const Doubles8 rank = none ? zeros : top ? zeros + (vocabulary - 1) : highFloor - 1;  // in [0, 2^52)
-  const Ints8 out = certain ? (Ints8)HB_WORDS_OF(rank) : Ints8{} - 1;
+  const IntLanes none = high < 2, top = low >= vocabulary + 1;
+  const IntLanes certain = inRange & (none | top | (lowFloor == highFloor));
+  const DoubleLanes rank = none ? zeros : top ? zeros + (vocabulary - 1) : highFloor - 1;  // in [0, 2^52)
+  const IntLanes out = certain ? (IntLanes)HB_WORDS_OF(rank) : IntLanes{} - 1;
   std::memcpy(ranks, &out, sizeof out);
 }
 
