@@ -11,6 +11,12 @@
 // can stand in for the AVX2-only kind. HB_SGEMM_ISA=avx2 caps only our GEMMs, and then only
 // the peer's BLAS. The peer's line says what it ran (its BLAS core and torch's capability).
 //
+// OpenBLAS picks its kernels from the CPU model it knows; on a newer one it falls back to a
+// generic core (Debian's 0.3.21 on an Emerald Rapids Xeon: Prescott, SSE3 code, 60 GFLOP/s
+// where its AVX-512 kernel runs 266). A user who finds that sets OPENBLAS_CORETYPE, so the
+// peer is given the best core the CPU runs (openBlasCoreFor) whenever OpenBLAS's own pick
+// runs narrower vector code than the CPU has, and its line says so.
+//
 // Every peer prints one JSON line with a "blas" report (bench/peers/torch_blas.py): the
 // BLAS torch was built against and the one actually loaded. A peer on the reference
 // netlib BLAS (or on torch's own fallback loops) is not the best PyTorch a user can
@@ -40,19 +46,14 @@ function runTorchPeer(script, args, { threads, device = 'cpu' } = {}) {
   if (threads) env.OMP_NUM_THREADS = String(threads);
   env.PYTHONDONTWRITEBYTECODE = '1'; // no __pycache__ in bench/peers
   env.HB_PEER_DEVICE = device;
-  const file = path.isAbsolute(script) ? script : path.join(__dirname, 'peers', script);
-  const run = spawnSync(PYTHON, [file, ...args.map(String)], { encoding: 'utf8', env, maxBuffer: 64 << 20 });
-  if (run.error) return { error: String(run.error.message || run.error) };
-  if (run.status !== 0) {
-    const reason = (run.stderr || '').trim().split('\n').pop();
-    return { error: reason || `${path.basename(file)} exited with status ${run.status}` };
+  let coreForced = null;
+  if (device === 'cpu' && !env.OPENBLAS_CORETYPE) {
+    coreForced = coreToForce(env);
+    if (coreForced) env.OPENBLAS_CORETYPE = coreForced.core;
   }
-  let result;
-  try {
-    result = JSON.parse(run.stdout.trim().split('\n').pop());
-  } catch (error) {
-    return { error: `${path.basename(file)} printed no JSON line (${error.message})` };
-  }
+  const run = runPeerScript(script, args, env);
+  if (run.error) return run;
+  const { result } = run;
   const report = result.blas || {};
   const blas = {
     library: report.library || null,
@@ -61,21 +62,81 @@ function runTorchPeer(script, args, { threads, device = 'cpu' } = {}) {
     kind: report.kind || 'unknown',
     build: report.build || {},
     coretypeEnv: report.coretype_env || null,
+    coreOnItsOwn: coreForced ? coreForced.picked : null,
     capability: report.capability || null,
   };
   return { result, blas, reference: blas.kind === 'reference' || blas.kind === 'unknown' };
 }
 
+/** Runs bench/peers/<script> (or an absolute path) with `env`: { result } (its last line's JSON) or { error }. */
+function runPeerScript(script, args, env) {
+  const file = path.isAbsolute(script) ? script : path.join(__dirname, 'peers', script);
+  const run = spawnSync(PYTHON, [file, ...args.map(String)], { encoding: 'utf8', env, maxBuffer: 64 << 20 });
+  if (run.error) return { error: String(run.error.message || run.error) };
+  if (run.status !== 0) {
+    const reason = (run.stderr || '').trim().split('\n').pop();
+    return { error: reason || `${path.basename(file)} exited with status ${run.status}` };
+  }
+  try {
+    return { result: JSON.parse(run.stdout.trim().split('\n').pop()) };
+  } catch (error) {
+    return { error: `${path.basename(file)} printed no JSON line (${error.message})` };
+  }
+}
+
+// OpenBLAS's x86-64 cores by the widest vector code their SGEMM runs (names as
+// openblas_get_corename returns them, lower-cased); a core not listed counts as SSE.
+const CORE_LEVEL = {
+  skylakex: 3, cooperlake: 3, sapphirerapids: 3,
+  haswell: 2, zen: 2,
+  sandybridge: 1, bulldozer: 1, piledriver: 1, steamroller: 1, excavator: 1,
+};
+const BEST_CORE = [null, 'Sandybridge', 'Haswell', 'SkylakeX'];
+
+/** 3 (AVX-512 F/CD/BW/DQ/VL), 2 (AVX2 + FMA), 1 (AVX) or 0, from the CPU's flags; 0 where /proc/cpuinfo is missing. */
+function cpuVectorLevel() {
+  let text;
+  try {
+    text = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    return 0;
+  }
+  const line = text.split('\n').find((l) => l.startsWith('flags'));
+  const flags = new Set((line || '').split(':').pop().trim().split(/\s+/));
+  if (['avx512f', 'avx512cd', 'avx512bw', 'avx512dq', 'avx512vl'].every((f) => flags.has(f))) return 3;
+  if (flags.has('avx2') && flags.has('fma')) return 2;
+  return flags.has('avx') ? 1 : 0;
+}
+
+/**
+ * The OpenBLAS core a user would set for this CPU, with the one OpenBLAS picked on its own,
+ * when that one runs narrower vector code than the CPU has; null when its own pick is as
+ * wide (or torch is not on OpenBLAS). Asked once per process (a torch start, ~1 s).
+ */
+let probedCore;
+function coreToForce(env) {
+  if (probedCore !== undefined) return probedCore;
+  probedCore = null;
+  const level = cpuVectorLevel();
+  if (level === 0) return probedCore;
+  const probe = runPeerScript('torch_blas.py', [], env);
+  const blas = probe.result && probe.result.blas;
+  if (!blas || blas.kind !== 'openblas' || !blas.core) return probedCore;
+  const picked = blas.core;
+  if ((CORE_LEVEL[picked.toLowerCase()] || 0) < level) probedCore = { core: BEST_CORE[level], picked };
+  return probedCore;
+}
+
 /** The line a bench prints about the peer's BLAS. */
 function blasLine(peer) {
-  const { library, config, core, kind, build, coretypeEnv, capability } = peer.blas;
+  const { library, config, core, kind, build, coretypeEnv, coreOnItsOwn, capability } = peer.blas;
   const what = config || (kind === 'reference' ? 'reference BLAS (netlib)' : kind);
   const parts = [
     `PyTorch ${peer.result.torch} BLAS: ${what}`,
     core ? `core ${core}` : null,
     library ? `loaded ${library}` : 'no BLAS library loaded',
     `built with BLAS_INFO=${build.BLAS_INFO}`,
-    coretypeEnv ? `OPENBLAS_CORETYPE=${coretypeEnv} (forced${coretypeEnv === 'Haswell' && (process.env.HB_CPU_ISA || process.env.HB_SGEMM_ISA) === 'avx2' ? ' to match our AVX2 cap' : ''})` : null,
+    coretypeEnv ? `OPENBLAS_CORETYPE=${coretypeEnv} (forced${coreOnItsOwn ? `: on its own OpenBLAS picks ${coreOnItsOwn}, narrower vector code than this CPU runs` : coretypeEnv === 'Haswell' && (process.env.HB_CPU_ISA || process.env.HB_SGEMM_ISA) === 'avx2' ? ' to match our AVX2 cap' : ''})` : null,
     capability ? `torch's own kernels: ${capability}` : null,
   ].filter(Boolean);
   return `${parts.join('; ')}${peer.reference ? ` -- ${REFUSAL}` : ''}`;

@@ -141,3 +141,10 @@ def blas_report():
         "capability": _cpu_capability(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
+
+
+if __name__ == "__main__":
+    # The probe bench/torch_peer.js runs before a peer: which core OpenBLAS picks on its own.
+    import json
+
+    print(json.dumps({"torch": torch.__version__, "blas": blas_report()}))
