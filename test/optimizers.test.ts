@@ -237,6 +237,27 @@ describe('updates that must not happen', () => {
     expect(await opt.getSlot(v, 'accumulator')!.array()).toEqual(slot);
   });
 
+  test('the first non-finite value is the one named, wherever it is (chunk and thread-block edges of the check)', async () => {
+    // A gradient of 300000 x 1: the check reads 1024-float chunks whole and splits arrays
+    // over 65536 floats between threads; the message names the first bad index whatever
+    // other bad values follow it, in its chunk, in later chunks or in other blocks.
+    const n = 300_000;
+    const v = hb.variable(hb.initializers.zeros(), { shape: [n, 1], name: 'long' });
+    const opt = new hb.train.GradientDescentOptimizer({ learningRate: 0.1 });
+    const cases: Array<[number, number[]]> = [
+      [0, [1, 1023, 200_000]], [1023, [1024]], [1024, [1025, 65_536]], [65_535, [65_536]], [65_536, [131_072, n - 1]],
+      [131_071, []], [n - 1, []], [70_000, [70_000 + 3, 299_000]],
+    ];
+    for (const [first, later] of cases) {
+      const g = new Float32Array(n).fill(0.5);
+      g[first] = first % 2 ? -Infinity : NaN;
+      for (const i of later) g[i] = Infinity;
+      await expect(opt.applyGradients([[hb.tensor(g, [n, 1]), v]])).rejects.toThrow(`the gradient is NaN or infinite at row ${first}, column 0; long was not changed`);
+    }
+    await opt.applyGradients([[hb.tensor(new Float32Array(n).fill(0.5), [n, 1]), v]]);
+    expect((await v.data())[n - 1]).toBeCloseTo(-0.05, 6);
+  });
+
   test('a learning rate set to NaN or below 0 after construction is refused at the next update', async () => {
     const v = hb.variable([1, 2], { name: 'lr' });
     const opt = new hb.train.GradientDescentOptimizer({ learningRate: 0.1 });
