@@ -207,6 +207,17 @@ describe('matmul kernel', () => {
     expect(Array.from(values)).toEqual([1, -2, 3, NaN]);
   });
 
+  describe('few columns of C (the narrow loop: each panel of rows times each column on its own)', () => {
+    for (const t of transposes) {
+      test(`${label(t)}: 1, 3, 8, 9 and 16 columns, one panel and many, one depth block and three`, async () => {
+        let seed = 11;
+        for (const [m, n, k] of [[1, 1, 5], [14, 1, 700], [333, 3, 64], [1030, 8, 300], [50, 9, 513], [700, 16, 260]] as const) {
+          await checkMatmul({ m, n, k, transA: t[0], transB: t[1] }, seed++);
+        }
+      });
+    }
+  });
+
   test('a [4096, 13] x [13, 512] layer (a small k over many rows)', async () => {
     await checkMatmul({ m: 4096, n: 512, k: 13, transA: false, transB: false }, 13);
   });
@@ -268,7 +279,10 @@ describe('matmul kernel', () => {
       const { native } = require(${JSON.stringify(require.resolve('../dist/native'))});
       let seed = 7;
       const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
-      const cases = [[1, 1, 1], [7, 33, 5], [37, 53, 71], [15, 65, 300], [300, 70, 600], [13, 300, 1000]];
+      // The last ones have few columns (sgemm_cpu.cc's narrow loop, N <= 16 on AVX-512,
+      // <= 8 on AVX2): one panel or many, rows in several ranges on the pool, depth blocks.
+      const cases = [[1, 1, 1], [7, 33, 5], [37, 53, 71], [15, 65, 300], [300, 70, 600], [13, 300, 1000],
+        [1, 1, 600], [29, 1, 300], [100, 3, 513], [2000, 8, 600], [64, 16, 1024], [45, 9, 257], [17, 17, 40]];
       (async () => {
         let worst = 0;
         let digest = 2166136261;
@@ -308,11 +322,16 @@ describe('matmul kernel', () => {
     const avx2 = runChild({ HB_SGEMM_ISA: 'avx2' });
     const best = runChild({});
     const bestOneThread = runChild({ HB_NUM_THREADS: '1' });
-    for (const child of [portable, avx2, best, bestOneThread]) expect(child.worst).toBeLessThan(TOLERANCE);
+    const tilesOnly = runChild({ HB_SGEMM_NARROW: '0' });
+    const avx2TilesOnly = runChild({ HB_SGEMM_ISA: 'avx2', HB_SGEMM_NARROW: '0' });
+    for (const child of [portable, avx2, best, bestOneThread, tilesOnly, avx2TilesOnly]) expect(child.worst).toBeLessThan(TOLERANCE);
     // Both vector kernels sum each depth block of 256 in order with fused multiply-adds,
     // and a thread computes whole elements, so neither the CPU nor the thread count
     // changes a result.
     expect(avx2.digest).toBe(best.digest);
     expect(bestOneThread.digest).toBe(best.digest);
+    // Products of few columns sum each element the same way outside the tiles.
+    expect(tilesOnly.digest).toBe(best.digest);
+    expect(avx2TilesOnly.digest).toBe(best.digest);
   });
 });

@@ -19,6 +19,11 @@
 // targets. HB_SGEMM_ISA=portable|avx2 caps the choice (for tests and for comparing
 // them); an instruction set the CPU lacks is never used.
 //
+// Products with few columns of C (at most half of NR: DLRM's last layer has 1, a layer of
+// 16 outputs 16) take a loop of their own on the vector kernels (sgemm_narrow_impl.h):
+// B is not packed, and only the columns there are get multiply-adds, each element summed
+// as the tile sums it (the same bits; HB_SGEMM_NARROW=0 sends them through the tiles).
+//
 // Threads: see gemmThreaded. Problems too small to repay a hand-off to the pool run
 // on the calling thread.
 //
@@ -33,6 +38,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -40,6 +46,7 @@
 #define HB_SGEMM_X86 1
 #endif
 
+#include "native/core/env_switch.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/kernels/cpu_isa.h"
@@ -169,6 +176,8 @@ template <int64_t NR>
 struct PortableKernel {
   static constexpr int64_t MR = 4, NR = 8;
   static constexpr int64_t KC = 256, MC = 4 * 32, NC = 512;
+  // No narrow loop: its sums would round differently from this tile's (no FMA here).
+  static constexpr int64_t kNarrowMax = 0;
 
   static void tile(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t bStep, float alpha,
                    float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
@@ -313,6 +322,27 @@ void packB(const GemmProblem& p, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
   packPanelsB<NR>(p, p0, kc, j0, nc, out);
 }
 
+// Products of up to 8 columns take the narrow loop (9 or more fill most of a tile).
+constexpr int kNarrowMax = NR / 2;
+#define HB_NARROW_VEC __m256
+#define HB_NARROW_LANES 8
+#define HB_NARROW_ACCUMULATORS 12
+#define HB_NARROW_LOAD_PANEL(ptr) _mm256_maskload_ps((ptr), _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0))
+#define HB_NARROW_BROADCAST(x) _mm256_set1_ps(x)
+#define HB_NARROW_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define HB_NARROW_ZERO() _mm256_setzero_ps()
+#define HB_NARROW_STORE(ptr, v) _mm256_store_ps((ptr), (v))
+static_assert(MR == 6, "HB_NARROW_LOAD_PANEL loads 6 lanes");
+#include "native/kernels/sgemm_narrow_impl.h"
+#undef HB_NARROW_VEC
+#undef HB_NARROW_LANES
+#undef HB_NARROW_ACCUMULATORS
+#undef HB_NARROW_LOAD_PANEL
+#undef HB_NARROW_BROADCAST
+#undef HB_NARROW_FMA
+#undef HB_NARROW_ZERO
+#undef HB_NARROW_STORE
+
 }  // namespace avx2
 
 #pragma GCC pop_options
@@ -435,6 +465,26 @@ void packB(const GemmProblem& p, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
   packPanelsB<NR>(p, p0, kc, j0, nc, out);
 }
 
+// Products of up to 16 columns take the narrow loop.
+constexpr int kNarrowMax = NR / 2;
+#define HB_NARROW_VEC __m512
+#define HB_NARROW_LANES 16
+#define HB_NARROW_ACCUMULATORS 24
+#define HB_NARROW_LOAD_PANEL(ptr) _mm512_maskz_loadu_ps(__mmask16((1u << MR) - 1), (ptr))
+#define HB_NARROW_BROADCAST(x) _mm512_set1_ps(x)
+#define HB_NARROW_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define HB_NARROW_ZERO() _mm512_setzero_ps()
+#define HB_NARROW_STORE(ptr, v) _mm512_store_ps((ptr), (v))
+#include "native/kernels/sgemm_narrow_impl.h"
+#undef HB_NARROW_VEC
+#undef HB_NARROW_LANES
+#undef HB_NARROW_ACCUMULATORS
+#undef HB_NARROW_LOAD_PANEL
+#undef HB_NARROW_BROADCAST
+#undef HB_NARROW_FMA
+#undef HB_NARROW_ZERO
+#undef HB_NARROW_STORE
+
 }  // namespace avx512
 
 #pragma GCC pop_options
@@ -447,6 +497,8 @@ struct Avx2Kernel {
   static constexpr auto tile = avx2::tile;
   static constexpr auto packA = avx2::packA;
   static constexpr auto packB = avx2::packB;
+  static constexpr int64_t kNarrowMax = avx2::kNarrowMax;
+  static constexpr auto narrowPanels = avx2::narrowPanels;
 };
 
 struct Avx512Kernel {
@@ -455,6 +507,8 @@ struct Avx512Kernel {
   static constexpr auto tile = avx512::tile;
   static constexpr auto packA = avx512::packA;
   static constexpr auto packB = avx512::packB;
+  static constexpr int64_t kNarrowMax = avx512::kNarrowMax;
+  static constexpr auto narrowPanels = avx512::narrowPanels;
 };
 
 // The vector kernels give the same bits (see the top of the file) only while they cut K
@@ -588,6 +642,47 @@ Prepacked prepack(const GemmProblem& p, bool forA) {
   return Prepacked{out, paddedWidth};
 }
 
+// HB_SGEMM_NARROW=0 sends narrow products through the tiles too (to compare).
+bool narrowWanted() {
+  static const bool wanted = switchedOn("HB_SGEMM_NARROW");
+  return wanted;
+}
+
+// C's rows [m0, m1) of a product of few columns (Kernel::narrowPanels), on the calling
+// thread: A packed a row block and depth block at a time as the tiles take it.
+template <class Kernel>
+void narrowRows(const GemmProblem& p, int64_t m0, int64_t m1) {
+  constexpr int64_t MR = Kernel::MR;
+  const int64_t kcBlock = evenBlock(p.K, Kernel::KC, 1);
+  const int64_t mcBlock = evenBlock(m1 - m0, Kernel::MC, MR);
+  float* panels = packBuffer(kOwnA, size_t(roundUp(mcBlock, MR) * kcBlock));
+  for (int64_t ic = m0; ic < m1; ic += mcBlock) {
+    const int64_t mc = std::min(mcBlock, m1 - ic);
+    for (int64_t pc = 0; pc < p.K; pc += kcBlock) {
+      const int64_t kc = std::min(kcBlock, p.K - pc);
+      Kernel::packA(p, ic, mc, pc, kc, panels);
+      // Only the first depth block applies beta; the others add to what it wrote.
+      Kernel::narrowPanels(p, kc, panels, ic, mc, pc, pc == 0 ? p.beta : 1.0f);
+    }
+  }
+}
+
+// A narrow product's rows in ranges on the pool when it is big enough to repay it.
+template <class Kernel>
+void narrowThreaded(const GemmProblem& p) {
+  const double flops = 2.0 * double(p.M) * double(p.N) * double(p.K);
+  const int64_t side = roundUp(128, Kernel::MR);
+  const int64_t count = std::min<int64_t>({4 * threadPoolSize(), int64_t(flops / kMinFlopsPerRectangle), ceilDiv(p.M, side)});
+  if (count <= 1) {
+    narrowRows<Kernel>(p, 0, p.M);
+    return;
+  }
+  const int64_t rows = roundUp(ceilDiv(p.M, count), Kernel::MR);
+  parallelFor(ceilDiv(p.M, rows), 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) narrowRows<Kernel>(p, t * rows, std::min(p.M, (t + 1) * rows));
+  });
+}
+
 // Splits C into rectangles along its longer side, M or N, and runs them on the pool.
 // The operand every rectangle needs whole (B when splitting M, A when splitting N) is
 // packed once beforehand; each rectangle packs only its own part of the other. There
@@ -598,6 +693,9 @@ Prepacked prepack(const GemmProblem& p, bool forA) {
 // under one float per kMinSide multiply-adds.
 template <class Kernel>
 void gemmThreaded(const GemmProblem& p) {
+  if constexpr (Kernel::kNarrowMax > 0) {
+    if (p.N <= Kernel::kNarrowMax && narrowWanted()) return narrowThreaded<Kernel>(p);
+  }
   constexpr int64_t kMinSide = 128;
   const double flops = 2.0 * double(p.M) * double(p.N) * double(p.K);
   const int64_t threads = threadPoolSize();
