@@ -334,14 +334,6 @@ constexpr int kNarrowMax = NR / 2;
 #define HB_NARROW_STORE(ptr, v) _mm256_store_ps((ptr), (v))
 static_assert(MR == 6, "HB_NARROW_LOAD_PANEL loads 6 lanes");
 #include "native/kernels/sgemm_narrow_impl.h"
-#undef HB_NARROW_VEC
-#undef HB_NARROW_LANES
-#undef HB_NARROW_ACCUMULATORS
-#undef HB_NARROW_LOAD_PANEL
-#undef HB_NARROW_BROADCAST
-#undef HB_NARROW_FMA
-#undef HB_NARROW_ZERO
-#undef HB_NARROW_STORE
 
 }  // namespace avx2
 
@@ -476,14 +468,6 @@ constexpr int kNarrowMax = NR / 2;
 #define HB_NARROW_ZERO() _mm512_setzero_ps()
 #define HB_NARROW_STORE(ptr, v) _mm512_store_ps((ptr), (v))
 #include "native/kernels/sgemm_narrow_impl.h"
-#undef HB_NARROW_VEC
-#undef HB_NARROW_LANES
-#undef HB_NARROW_ACCUMULATORS
-#undef HB_NARROW_LOAD_PANEL
-#undef HB_NARROW_BROADCAST
-#undef HB_NARROW_FMA
-#undef HB_NARROW_ZERO
-#undef HB_NARROW_STORE
 
 }  // namespace avx512
 

@@ -5,7 +5,7 @@
 //   HB_NARROW_ACCUMULATORS    how many vectors of sums the registers hold beside the rest
 //   HB_NARROW_LOAD_PANEL(p)   MR floats of a packed panel (the rest of the lanes zero)
 //   HB_NARROW_BROADCAST(x), HB_NARROW_FMA(a, b, c), HB_NARROW_ZERO(), HB_NARROW_STORE(p, v)
-// and MR, the kernel's panel height (<= HB_NARROW_LANES).
+// and MR, the kernel's panel height (<= HB_NARROW_LANES). The macros are undefined at the end.
 //
 // A product with few columns of C (N at most half the tile's NR) spent most of the tile's
 // multiply-adds on the zero columns its packed B panel is padded with: DLRM's last layer
@@ -86,3 +86,12 @@ void narrowPanels(const GemmProblem& p, int64_t kc, const float* panelData, int6
   narrow::dispatch(std::make_integer_sequence<int, kNarrowMax>{}, p, kc, panelData, (rows + MR - 1) / MR, pc, beta,
                    p.C + i0 * p.ldc, rows);
 }
+
+#undef HB_NARROW_VEC
+#undef HB_NARROW_LANES
+#undef HB_NARROW_ACCUMULATORS
+#undef HB_NARROW_LOAD_PANEL
+#undef HB_NARROW_BROADCAST
+#undef HB_NARROW_FMA
+#undef HB_NARROW_ZERO
+#undef HB_NARROW_STORE
