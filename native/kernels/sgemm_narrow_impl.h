@@ -19,7 +19,9 @@ namespace narrow {
 
 // The sums of P panels (P * kc * MR floats from `panels`) for the N columns of op(B)'s
 // rows [pc, pc + kc), into C's rows from `c` (ldc apart; `rows` of the P * MR are real).
-template <int N, int P>
+// kTransB as a constant: with B's column stride known to be 1, the N loads of a step of
+// k are fixed offsets (computed at run time, 16 of them took more registers than there are).
+template <int N, int P, bool kTransB>
 void panelGroup(const GemmProblem& p, int64_t kc, const float* __restrict panels, int64_t pc, float beta, float* c,
                 int64_t rows) {
   HB_NARROW_VEC acc[P][N];
@@ -29,7 +31,7 @@ void panelGroup(const GemmProblem& p, int64_t kc, const float* __restrict panels
     for (int j = 0; j < N; ++j) acc[q][j] = HB_NARROW_ZERO();
   }
   // op(B)(pc + k, j): B[(pc + k) * ldb + j], or B[j * ldb + pc + k] when transposed.
-  const int64_t stepK = p.transB ? 1 : p.ldb, stepJ = p.transB ? p.ldb : 1;
+  const int64_t stepK = kTransB ? 1 : p.ldb, stepJ = kTransB ? p.ldb : 1;
   const float* b = p.B + pc * stepK;
   for (int64_t k = 0; k < kc; ++k) {
 #pragma GCC unroll 8
@@ -62,11 +64,11 @@ void panels(const GemmProblem& p, int64_t kc, const float* panelData, int64_t co
   // As many panels at once as their sums fit the registers: independent chains of
   // multiply-adds, where one panel of one column would wait on each add's latency.
   constexpr int P = std::max(1, std::min(8, HB_NARROW_ACCUMULATORS / N));
+  const auto group = p.transB ? panelGroup<N, P, true> : panelGroup<N, P, false>;
+  const auto single = p.transB ? panelGroup<N, 1, true> : panelGroup<N, 1, false>;
   int64_t g = 0;
-  for (; g + P <= count; g += P) {
-    panelGroup<N, P>(p, kc, panelData + g * kc * MR, pc, beta, c + g * MR * p.ldc, rows - g * MR);
-  }
-  for (; g < count; ++g) panelGroup<N, 1>(p, kc, panelData + g * kc * MR, pc, beta, c + g * MR * p.ldc, rows - g * MR);
+  for (; g + P <= count; g += P) group(p, kc, panelData + g * kc * MR, pc, beta, c + g * MR * p.ldc, rows - g * MR);
+  for (; g < count; ++g) single(p, kc, panelData + g * kc * MR, pc, beta, c + g * MR * p.ldc, rows - g * MR);
 }
 
 template <int... Ns>
