@@ -14,7 +14,7 @@
 // OpenBLAS picks its kernels from the CPU model it knows; on a newer one it falls back to a
 // generic core (Debian's 0.3.21 on an Emerald Rapids Xeon: Prescott, SSE3 code, 60 GFLOP/s
 // where its AVX-512 kernel runs 266). A user who finds that sets OPENBLAS_CORETYPE, so the
-// peer is given the best core the CPU runs (openBlasCoreFor) whenever OpenBLAS's own pick
+// peer is given the best core the CPU runs (coreToForce) whenever OpenBLAS's own pick
 // runs narrower vector code than the CPU has, and its line says so.
 //
 // Every peer prints one JSON line with a "blas" report (bench/peers/torch_blas.py): the

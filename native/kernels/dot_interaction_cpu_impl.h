@@ -88,8 +88,8 @@ __attribute__((always_inline)) inline void gatherBlock(InteractionRows t, int64_
 // Asks for the lines of the output rows of lanes i - 1, i - 1 + (F - 1), ... of the block,
 // for writing, while row i's dot products are computed: each output row is a run of
 // F(F-1)/2 floats nothing has touched since the last step, and its stores otherwise wait
-// on those lines one by one. On a 2-vCPU Emerald Rapids Xeon VM, 27 features, 2 threads
-// held to 1, builds alternated: batch 1024 x 16 480-510 -> 435-445 us, 4096 x 16
+// on those lines one by one. On a 2-vCPU Emerald Rapids Xeon VM, 27 features, one
+// thread, builds alternated: batch 1024 x 16 480-510 -> 435-445 us, 4096 x 16
 // 1.90-1.99 -> 1.70-1.79 ms, 4096 x 64 9.2-9.5 -> 8.4-8.6 ms (prefetching the next
 // block's inputs as well saved nothing more).
 inline void prefetchOutputRows(InteractionPairs z, int64_t first, int64_t count, int64_t features, int64_t i) {
