@@ -49,6 +49,13 @@ const script = `
       const [z] = await native.kernelRun('dot_interaction', [t.handle], [[batch, (features * (features - 1)) / 2]], { features });
       interaction.push(digestOf(await new hb.Tensor(z).data()));
     }
+    // More pairs than the AVX-512 build keeps in a block (4096): their rows are written pair by pair.
+    {
+      const many = 100, rows = 17;
+      const t = hb.tensor(Float32Array.from({ length: rows * many * 4 }, (_, i) => Math.sin(0.3 * i)), [rows, many * 4]);
+      const [z] = await native.kernelRun('dot_interaction', [t.handle], [[rows, (many * (many - 1)) / 2]], { features: many });
+      interaction.push(digestOf(await new hb.Tensor(z).data()));
+    }
     // The gradient: rows of 8 and 16 floats take the AVX-512 build's blocked path; 64, its row pairs.
     for (const gradWidth of [8, 16, 64]) {
       const pairs = (features * (features - 1)) / 2;

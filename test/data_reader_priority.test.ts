@@ -1,7 +1,12 @@
 // Reader threads run at a lower CPU priority (lib/data/reader_priority.ts): nice 19 unless
 // HB_READER_NICE says otherwise, read when a pass starts its threads. Linux gives each
 // thread its own niceness, which /proc/self/task shows; the JS thread keeps its own.
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as arrow from 'apache-arrow';
+import * as parquet from 'parquet-wasm/node';
 import * as hb from '../lib';
 
 const linux = process.platform === 'linux';
@@ -38,7 +43,7 @@ async function readerThreadNiceness(setting: string | undefined): Promise<{ read
       // By the third batch both threads have posted blocks (each is credited 4 ahead).
       if (++batches === 3) {
         during = threadNiceness();
-        break; // a pass stopped early ends its threads
+        break; // a pass stopped early keeps its threads for the next one
       }
     }
     const readers = [...during].filter(([tid]) => !before.has(tid)).map(([, nice]) => nice);
@@ -68,6 +73,36 @@ async function readerThreadNiceness(setting: string | undefined): Promise<{ read
     expect(zero.readers.length).toBeGreaterThanOrEqual(2);
     expect(zero.readers.every((n) => n === mainNice)).toBe(true);
     expect(zero.main).toBe(mainNice);
+  });
+
+  test("threads the readers' work starts elsewhere keep the process's priority (libuv's pool after a Parquet pass)", () => {
+    // A fresh process, whose libuv pool nothing has started yet: Parquet's readers read
+    // through fs.promises, and the pool threads that serve them serve the whole process.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-reader-nice-'));
+    try {
+      const table = new arrow.Table({ x: arrow.vectorFromArray(Int32Array.from({ length: 400 }, (_, i) => i)), label: arrow.vectorFromArray(Float32Array.from({ length: 400 }, (_, i) => i % 2)) });
+      const file = path.join(dir, 'rows.parquet');
+      fs.writeFileSync(file, parquet.writeParquet(parquet.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')), new parquet.WriterPropertiesBuilder().setMaxRowGroupSize(50).build()));
+      const script = `
+        const fs = require('fs');
+        const hb = require(${JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'))});
+        const nices = () => fs.readdirSync('/proc/self/task').map((t) => { try { const s = fs.readFileSync('/proc/self/task/' + t + '/stat', 'utf8'); return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[16]); } catch { return -1; } });
+        (async () => {
+          let rows = 0;
+          for await (const b of hb.data.Dataset.fromParquet(${JSON.stringify(file)}, { labelField: 'label', numWorkers: 2 }).batch(50)) rows += b.labels.length;
+          await new Promise((resolve) => fs.stat(__filename, resolve)); // the pool serves this thread too
+          console.log(JSON.stringify({ rows, at19: nices().filter((n) => n === 19).length, main: nices()[0] }));
+        })().catch((e) => { console.error(e); process.exit(1); });`;
+      const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_READER_NICE: '19', UV_THREADPOOL_SIZE: '4' } });
+      expect(child.stderr).toBe('');
+      const report = JSON.parse(child.stdout.trim());
+      expect(report.rows).toBe(400);
+      if (report.main === 19) return; // the whole process runs at 19 already
+      // The 2 readers (kept for the next pass), not the pool's 4 threads as well.
+      expect(report.at19).toBe(2);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a bad HB_READER_NICE fails the pass with an Error naming it', async () => {

@@ -50,9 +50,21 @@ export function readerThreadsStartedSoFar(): number {
   return readerThreadsStarted;
 }
 
+// A thread starts at the niceness of the thread that creates it, and libuv's thread pool
+// (the process's async fs, crypto and zlib work) starts on its first request: a reader at
+// nice 19 that made the first one (Parquet's reads do) put the pool at 19 for the whole
+// process, checkpoint writes included. A request from this thread first starts it here.
+let libuvPoolStarted = false;
+function startLibuvPoolHere(): void {
+  if (libuvPoolStarted) return;
+  libuvPoolStarted = true;
+  fs.stat(__filename, () => undefined);
+}
+
 function startWorker(): Worker {
   // Read before the thread starts, so a bad HB_READER_NICE fails the pass here, by name.
   const nice = readerNice();
+  if (nice > 0) startLibuvPoolHere();
   readerThreadsStarted++;
   const compiled = path.join(__dirname, 'worker.js');
   if (fs.existsSync(compiled)) return new Worker(compiled, { workerData: { nice } });
