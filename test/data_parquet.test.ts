@@ -6,7 +6,7 @@ import * as path from 'path';
 import * as arrow from 'apache-arrow';
 import * as parquet from 'parquet-wasm/node';
 import * as hb from '../lib';
-import { collect, rowsOf } from './support/data';
+import { collect, rowsOf, writeParquetFile } from './support/data';
 
 let dir: string;
 beforeAll(() => {
@@ -15,12 +15,7 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 function writeParquet(name: string, columns: Record<string, arrow.Vector>, rowGroupRows: number): string {
-  const table = new arrow.Table(columns);
-  const properties = new parquet.WriterPropertiesBuilder().setMaxRowGroupSize(rowGroupRows).setCompression(parquet.Compression.SNAPPY).build();
-  const bytes = parquet.writeParquet(parquet.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')), properties);
-  const file = path.join(dir, name);
-  fs.writeFileSync(file, bytes);
-  return file;
+  return writeParquetFile(path.join(dir, name), columns, rowGroupRows, parquet.Compression.SNAPPY);
 }
 
 const list = (type: arrow.DataType) => new arrow.List(new arrow.Field('item', type, true));

@@ -6,8 +6,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as arrow from 'apache-arrow';
-import * as parquet from 'parquet-wasm/node';
 import * as hb from '../lib';
+import { writeParquetFile } from './support/data';
 
 const linux = process.platform === 'linux';
 
@@ -80,18 +80,18 @@ async function readerThreadNiceness(setting: string | undefined): Promise<{ read
     // through fs.promises, and the pool threads that serve them serve the whole process.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-reader-nice-'));
     try {
-      const table = new arrow.Table({ x: arrow.vectorFromArray(Int32Array.from({ length: 400 }, (_, i) => i)), label: arrow.vectorFromArray(Float32Array.from({ length: 400 }, (_, i) => i % 2)) });
-      const file = path.join(dir, 'rows.parquet');
-      fs.writeFileSync(file, parquet.writeParquet(parquet.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')), new parquet.WriterPropertiesBuilder().setMaxRowGroupSize(50).build()));
+      const columns = { x: arrow.vectorFromArray(Int32Array.from({ length: 400 }, (_, i) => i)), label: arrow.vectorFromArray(Float32Array.from({ length: 400 }, (_, i) => i % 2)) };
+      const file = writeParquetFile(path.join(dir, 'rows.parquet'), columns, 50);
       const script = `
         const fs = require('fs');
         const hb = require(${JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'))});
-        const nices = () => fs.readdirSync('/proc/self/task').map((t) => { try { const s = fs.readFileSync('/proc/self/task/' + t + '/stat', 'utf8'); return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[16]); } catch { return -1; } });
+        const niceOf = (t) => { try { const s = fs.readFileSync('/proc/self/task/' + t + '/stat', 'utf8'); return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[16]); } catch { return -1; } };
+        const nices = () => fs.readdirSync('/proc/self/task').map(niceOf);
         (async () => {
           let rows = 0;
           for await (const b of hb.data.Dataset.fromParquet(${JSON.stringify(file)}, { labelField: 'label', numWorkers: 2 }).batch(50)) rows += b.labels.length;
           await new Promise((resolve) => fs.stat(__filename, resolve)); // the pool serves this thread too
-          console.log(JSON.stringify({ rows, at19: nices().filter((n) => n === 19).length, main: nices()[0] }));
+          console.log(JSON.stringify({ rows, at19: nices().filter((n) => n === 19).length, main: niceOf(process.pid) }));
         })().catch((e) => { console.error(e); process.exit(1); });`;
       const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_READER_NICE: '19', UV_THREADPOOL_SIZE: '4' } });
       expect(child.stderr).toBe('');

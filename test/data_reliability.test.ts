@@ -7,9 +7,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as arrow from 'apache-arrow';
-import * as parquet from 'parquet-wasm/node';
 import * as hb from '../lib';
-import { collect, rowsOf } from './support/data';
+import { collect, rowsOf, writeParquetFile } from './support/data';
 import { readCriteoTsvUnit } from '../lib/data/criteo_tsv_reader';
 
 const dist = path.resolve(__dirname, '..', 'dist', 'index.js');
@@ -22,11 +21,7 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 function writeParquet(name: string, columns: Record<string, arrow.Vector>, rowGroupRows: number): string {
-  const table = new arrow.Table(columns);
-  const properties = new parquet.WriterPropertiesBuilder().setMaxRowGroupSize(rowGroupRows).build();
-  const file = path.join(dir, name);
-  fs.writeFileSync(file, parquet.writeParquet(parquet.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')), properties));
-  return file;
+  return writeParquetFile(path.join(dir, name), columns, rowGroupRows);
 }
 
 function criteoLine(i: number): string {

@@ -1,5 +1,18 @@
-// Helpers for the hb.data suites: drain a dataset, and view batches as plain rows.
+// Helpers for the hb.data suites: write a Parquet file, drain a dataset, and view batches
+// as plain rows.
+import * as fs from 'fs';
+import * as arrow from 'apache-arrow';
+import * as parquet from 'parquet-wasm/node';
 import * as hb from '../../lib';
+
+/** `columns` as a Parquet file at `file` (parquet-wasm), row groups of `rowGroupRows`; returns `file`. */
+export function writeParquetFile(file: string, columns: Record<string, arrow.Vector>, rowGroupRows: number, compression?: parquet.Compression): string {
+  let properties = new parquet.WriterPropertiesBuilder().setMaxRowGroupSize(rowGroupRows);
+  if (compression !== undefined) properties = properties.setCompression(compression);
+  const bytes = parquet.writeParquet(parquet.Table.fromIPCStream(arrow.tableToIPC(new arrow.Table(columns), 'stream')), properties.build());
+  fs.writeFileSync(file, bytes);
+  return file;
+}
 
 export async function collect(ds: AsyncIterable<hb.data.Batch<hb.data.Column>>): Promise<hb.data.Batch<hb.data.Column>[]> {
   const out: hb.data.Batch<hb.data.Column>[] = [];
