@@ -85,14 +85,23 @@ __attribute__((always_inline)) inline void gatherBlock(InteractionRows t, int64_
   }
 }
 
+// The most pairs whose block of dot products (64 bytes a pair) interactionBlock keeps
+// before turning them into rows: 256 KiB, at home in L2 (DLRM's 27 features: 351 pairs).
+// Beyond it the pairs go to the rows one by one (interactionBlockByLane): a block of all
+// F(F-1)/2 pairs, made for every task, took 537 MB and 18 times as long at F = 4096 and
+// batch 1 (the review's harness; 36.6 -> 679 ms).
+constexpr int64_t kMaxBlockedPairs = 4096;
+
 // Asks for the lines of the output rows of lanes i - 1, i - 1 + (F - 1), ... of the block,
 // for writing, while row i's dot products are computed: each output row is a run of
 // F(F-1)/2 floats nothing has touched since the last step, and its stores otherwise wait
 // on those lines one by one. On a 2-vCPU Emerald Rapids Xeon VM, 27 features, one
 // thread, builds alternated: batch 1024 x 16 480-510 -> 435-445 us, 4096 x 16
 // 1.90-1.99 -> 1.70-1.79 ms, 4096 x 64 9.2-9.5 -> 8.4-8.6 ms (prefetching the next
-// block's inputs as well saved nothing more).
+// block's inputs as well saved nothing more). Rows longer than kMaxBlockedPairs pairs are
+// left to the hardware's prefetchers (a row of F = 4096 is 33 MB).
 inline void prefetchOutputRows(InteractionPairs z, int64_t first, int64_t count, int64_t features, int64_t i) {
+  if (interactionPairCount(features) > kMaxBlockedPairs) return;
   const int64_t bytes = interactionPairCount(features) * int64_t(sizeof(float));
   for (int64_t lane = i - 1; lane < count; lane += features - 1) {
     const char* row = reinterpret_cast<const char*>(z.values + (first + lane) * z.rowStride);
@@ -209,13 +218,6 @@ inline void interactionBlockByLane(InteractionRows t, InteractionPairs z, int64_
     }
   }
 }
-
-// The most pairs whose block of dot products (64 bytes a pair) interactionBlock keeps
-// before turning them into rows: 256 KiB, at home in L2 (DLRM's 27 features: 351 pairs).
-// Beyond it the pairs go to the rows one by one (interactionBlockByLane): a block of all
-// F(F-1)/2 pairs, made for every task, took 537 MB and 18 times as long at F = 4096 and
-// batch 1 (the review's harness; 36.6 -> 679 ms).
-constexpr int64_t kMaxBlockedPairs = 4096;
 
 void interaction(InteractionRows t, InteractionPairs z, int64_t batch, int64_t features, int64_t width) {
   const int64_t blocks = (batch + kBlock - 1) / kBlock;
