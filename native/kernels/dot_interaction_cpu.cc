@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "native/core/thread_pool.h"
@@ -15,13 +16,13 @@ namespace {
 
 #define HB_INTERACTION_NAMESPACE portable
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 0
-#define HB_INTERACTION_ROW_PAIRS 0
 #define HB_INTERACTION_BLOCKED_GRAD 0
 #define HB_INTERACTION_PAIRS_AT_ONCE 4
+#define HB_INTERACTION_ROW_BLOCK_GRAD 0
 #include "native/kernels/dot_interaction_cpu_impl.h"
+#undef HB_INTERACTION_ROW_BLOCK_GRAD
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
-#undef HB_INTERACTION_ROW_PAIRS
 #undef HB_INTERACTION_BLOCKED_GRAD
 #undef HB_INTERACTION_PAIRS_AT_ONCE
 
@@ -31,16 +32,20 @@ namespace {
 #pragma GCC target("avx2")
 #define HB_INTERACTION_NAMESPACE avx2
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 0
-#define HB_INTERACTION_ROW_PAIRS 0
 // No blocked gradient: with 16 registers and no one-instruction 16-float transposes, its
 // lanes cost more to fill and empty than they save (DLRM's 27 x 16 at batch 4096 on a
 // 2-vCPU EPYC VM held to AVX2: 1.47 ms row by row, 4.5 ms blocked by 4 columns).
 #define HB_INTERACTION_BLOCKED_GRAD 0
 #define HB_INTERACTION_PAIRS_AT_ONCE 4
+#define HB_INTERACTION_ROW_BLOCK_GRAD 1
+#define HB_INTERACTION_GRAD_LANES 8
+#define HB_INTERACTION_GRAD_REGISTERS 16
 #include "native/kernels/dot_interaction_cpu_impl.h"
+#undef HB_INTERACTION_ROW_BLOCK_GRAD
+#undef HB_INTERACTION_GRAD_LANES
+#undef HB_INTERACTION_GRAD_REGISTERS
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
-#undef HB_INTERACTION_ROW_PAIRS
 #undef HB_INTERACTION_BLOCKED_GRAD
 #undef HB_INTERACTION_PAIRS_AT_ONCE
 #pragma GCC pop_options
@@ -51,15 +56,18 @@ namespace {
 #pragma GCC target("avx512f,avx512vl,prefer-vector-width=512")
 #define HB_INTERACTION_NAMESPACE avx512
 #define HB_INTERACTION_SHUFFLE_TRANSPOSE 1
-// 32 vector registers: two gradient rows' running sums at once (HB_INTERACTION_ROW_PAIRS).
-#define HB_INTERACTION_ROW_PAIRS 1
 // The blocked gradient (16 columns' running sums of 16 lanes, half the registers).
 #define HB_INTERACTION_BLOCKED_GRAD 1
 #define HB_INTERACTION_PAIRS_AT_ONCE 8
+#define HB_INTERACTION_ROW_BLOCK_GRAD 1
+#define HB_INTERACTION_GRAD_LANES 16
+#define HB_INTERACTION_GRAD_REGISTERS 26
 #include "native/kernels/dot_interaction_cpu_impl.h"
+#undef HB_INTERACTION_ROW_BLOCK_GRAD
+#undef HB_INTERACTION_GRAD_LANES
+#undef HB_INTERACTION_GRAD_REGISTERS
 #undef HB_INTERACTION_NAMESPACE
 #undef HB_INTERACTION_SHUFFLE_TRANSPOSE
-#undef HB_INTERACTION_ROW_PAIRS
 #undef HB_INTERACTION_BLOCKED_GRAD
 #undef HB_INTERACTION_PAIRS_AT_ONCE
 #pragma GCC pop_options

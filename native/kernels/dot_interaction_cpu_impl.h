@@ -267,29 +267,159 @@ inline void interactionGradRow(const float* dz, const float* const* tj, int64_t 
   }
 }
 
-// dT[i, :] and dT[i + 1, :] of one example together, each as interactionGradRow makes it
-// (its j in ascending order, j == its own row skipped): one load of each row t_j feeds
-// both, and their two sets of running sums are independent chains, so the adds' latency
-// is hidden where one row's chains alone would wait on it.
-template <int64_t kWidth>
-inline void interactionGradRowPair(const float* dz, const float* const* tj, int64_t features, int64_t i,
-                                   float* __restrict dti, float* __restrict dtNext) {
-  float first[kWidth] = {};
-  float second[kWidth] = {};
-  for (int64_t j = 0; j < features; ++j) {
-    const float* __restrict row = tj[j];
-    if (j != i) {
-      const float g = dz[j < i ? interactionPairIndex(i, j) : interactionPairIndex(j, i)];
-      for (int64_t k = 0; k < kWidth; ++k) first[k] = addRn(first[k], mulRn(g, row[k]));
-    }
-    if (j != i + 1) {
-      const float g = dz[j < i + 1 ? interactionPairIndex(i + 1, j) : interactionPairIndex(j, i + 1)];
-      for (int64_t k = 0; k < kWidth; ++k) second[k] = addRn(second[k], mulRn(g, row[k]));
+#if HB_INTERACTION_ROW_BLOCK_GRAD
+// Rows of dT of one example, R at a time, each row V vectors (its width): every row t_j is
+// loaded once for all R rows, and each of the R * V running sums is its own chain of adds.
+// Each element is summed as dotInteractionGradElement sums it (from 0, j ascending, j ==
+// its own row skipped, a multiply then an add), so the bits are the reference's. The j
+// loop is cut where the pair index changes form: below the block every row's pairs (i, j)
+// are consecutive in dZ; above it the block's pairs (j, i) are; within it the row that
+// meets itself is skipped at compile time. The loops it replaces computed each pair's
+// index and branched per j (a third of the row-pair loop's time in `perf annotate` was
+// scalar work) and loaded each row for one or two rows of dT; the blocked loop turned
+// every block into lanes and back. On a 2-vCPU Emerald Rapids Xeon VM, 27 features at
+// batch 4096, one thread, builds alternated four times (median ms): AVX-512, width 8
+// 2.5 -> 1.8, 16 2.2 -> 2.0, 24 5.5 -> 3.8, 32 5.0 -> 3.8, 48 10-14 -> 6-7, 64 8.7-10 ->
+// 7.2-7.7 (2 threads 4.2-4.9 -> 3.5-3.8), 96 23-25 -> 12-13, 128 the same; held to AVX2,
+// 16 4.2 -> 2.5, 64 14.4-15.6 -> 11.2-12.0, 128 33 -> 22 (the prefetch below included).
+typedef float GradVec8 __attribute__((vector_size(8 * sizeof(float))));
+#if HB_INTERACTION_GRAD_LANES == 16
+typedef float GradVec16 __attribute__((vector_size(16 * sizeof(float))));
+#endif
+
+template <typename Vec>
+constexpr int64_t lanesOf() {
+  return int64_t(sizeof(Vec) / sizeof(float));
+}
+
+template <typename Vec, size_t... L>
+inline Vec splatLanes(float value, std::index_sequence<L...>) {
+  return Vec{((void)L, value)...};
+}
+
+// Columns [c0, c0 + V * lanes) of dT rows i0 .. i0 + R - 1 of one example: `rows` its F
+// input vectors (`width` floats each, one after another), `dz` its pair gradients, `out[r]`
+// where row i0 + r goes. Columns are independent sums, so a row is done a piece at a time.
+template <typename Vec, int V, int R>
+void gradRowBlock(const float* __restrict dz, const float* __restrict rows, int64_t width, int64_t c0, int64_t features,
+                  int64_t i0, float* const* out) {
+  constexpr int64_t kLanes = lanesOf<Vec>();
+  rows += c0;
+  Vec acc[R][V];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) acc[r][v] = Vec{};
+  }
+  const auto term = [&](int r, const Vec* x, float g) __attribute__((always_inline)) {
+    const Vec b = splatLanes<Vec>(g, std::make_index_sequence<size_t(kLanes)>{});
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) acc[r][v] = acc[r][v] + b * x[v];
+  };
+  const auto load = [&](int64_t j, Vec* x) __attribute__((always_inline)) {
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) std::memcpy(&x[v], rows + j * width + v * kLanes, sizeof(Vec));
+  };
+  // j < i0: pair (i0 + r, j) at (i0 + r)(i0 + r - 1) / 2 + j.
+  const float* below[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) below[r] = dz + interactionPairIndex(i0 + r, 0);
+  for (int64_t j = 0; j < i0; ++j) {
+    Vec x[V];
+    load(j, x);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) term(r, x, below[r][j]);
+  }
+  // j = i0 + s: row r skips it when r == s; pair (i0 + r, j) for r > s, (j, i0 + r) for r < s.
+#pragma GCC unroll 16
+  for (int s = 0; s < R; ++s) {
+    const int64_t j = i0 + s;
+    Vec x[V];
+    load(j, x);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      if (r == s) continue;
+      term(r, x, r > s ? below[r][j] : dz[interactionPairIndex(j, i0 + r)]);
     }
   }
-  for (int64_t k = 0; k < kWidth; ++k) dti[k] = first[k];
-  for (int64_t k = 0; k < kWidth; ++k) dtNext[k] = second[k];
+  // j >= i0 + R: pair (j, i0 + r) at j(j - 1) / 2 + i0 + r, the R of them side by side.
+  for (int64_t j = i0 + R; j < features; ++j) {
+    Vec x[V];
+    load(j, x);
+    const float* above = dz + interactionPairIndex(j, i0);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) term(r, x, above[r]);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) std::memcpy(out[r] + c0 + v * kLanes, &acc[r][v], sizeof(Vec));
+  }
 }
+
+// As many rows at once as their sums, one vector of a row and a multiplier fit the vector
+// registers the loop may take (HB_INTERACTION_GRAD_REGISTERS; more spilled sums to the
+// stack in the block's diagonal part), up to 16.
+template <int V>
+constexpr int gradRowsAtOnce() {
+  constexpr int rows = (HB_INTERACTION_GRAD_REGISTERS - 1) / (V + 1);
+  return rows < 1 ? 1 : (rows > 16 ? 16 : rows);
+}
+
+template <typename Vec, int V, int... Rs>
+void gradRowsDispatch(std::integer_sequence<int, Rs...>, int rows, const float* dz, const float* in, int64_t width,
+                      int64_t c0, int64_t features, int64_t i0, float* const* out) {
+  using Run = void (*)(const float*, const float*, int64_t, int64_t, int64_t, int64_t, float* const*);
+  static constexpr Run byRows[] = {gradRowBlock<Vec, V, Rs + 1>...};
+  byRows[rows - 1](dz, in, width, c0, features, i0, out);
+}
+
+// Columns [c0, c0 + V * lanes) of every row of one example's dT, R rows at a time.
+template <typename Vec, int V>
+void gradColumnsByRowBlocks(const float* dz, const float* in, int64_t width, int64_t c0, int64_t features,
+                            float* const* out) {
+  constexpr int kRows = gradRowsAtOnce<V>();
+  for (int64_t i0 = 0; i0 < features; i0 += kRows) {
+    const int rows = int(std::min<int64_t>(kRows, features - i0));
+    gradRowsDispatch<Vec, V>(std::make_integer_sequence<int, kRows>{}, rows, dz, in, width, c0, features, i0, out + i0);
+  }
+}
+
+// Pieces of at most 4 vectors: per column, rows of 64 floats (4 vectors, 5 rows at once)
+// ran faster than rows of 96 (6 vectors, 3 rows) or of 128 (8 vectors, 2 rows: 10% slower
+// than the row loop it replaced).
+constexpr int64_t kRowBlockVectors = 4;
+
+// Columns [c0, c0 + vectors * lanes) in pieces of up to kRowBlockVectors vectors.
+template <typename Vec>
+void gradColumnsOf(const float* dz, const float* in, int64_t width, int64_t c0, int64_t vectors, int64_t features,
+                   float* const* out) {
+  constexpr int64_t kLanes = lanesOf<Vec>();
+  for (; vectors > 0; c0 += kRowBlockVectors * kLanes, vectors -= kRowBlockVectors) {
+    switch (std::min(vectors, kRowBlockVectors)) {
+      case 1: gradColumnsByRowBlocks<Vec, 1>(dz, in, width, c0, features, out); break;
+      case 2: gradColumnsByRowBlocks<Vec, 2>(dz, in, width, c0, features, out); break;
+      case 3: gradColumnsByRowBlocks<Vec, 3>(dz, in, width, c0, features, out); break;
+      default: gradColumnsByRowBlocks<Vec, 4>(dz, in, width, c0, features, out); break;
+    }
+  }
+}
+
+// The widths the row blocks take: whole vectors of 8 floats.
+inline bool rowBlockWidth(int64_t width) { return width > 0 && width % lanesOf<GradVec8>() == 0; }
+
+// dT of one example (`in`: its F vectors of `width` floats, one after another): vectors of
+// 16 floats where the build has them, then one of 8 for the rest.
+inline void gradExampleRowBlocks(const float* dz, const float* in, int64_t features, int64_t width, float* const* out) {
+  int64_t c0 = 0;
+#if HB_INTERACTION_GRAD_LANES == 16
+  const int64_t wide = width / lanesOf<GradVec16>();
+  gradColumnsOf<GradVec16>(dz, in, width, 0, wide, features, out);
+  c0 = wide * lanesOf<GradVec16>();
+#endif
+  gradColumnsOf<GradVec8>(dz, in, width, c0, (width - c0) / lanesOf<GradVec8>(), features, out);
+}
+#endif
 
 #if HB_INTERACTION_BLOCKED_GRAD
 // Floats past a block's end that interactionGradBlock may read (and ignore): its last
@@ -303,15 +433,16 @@ constexpr int64_t kBlockedGradPadding = 16 * kBlock;
 // loop is 16 vector multiplies and adds whatever the width, where the row loop holds its
 // sums in registers only for the widths it has code for (16, 32, 64, 128) and ran the
 // others' through memory, one store and reload per term. And at 16, GCC made the row-pair
-// loop below into scalar multiplies and adds between shuffles (vmulss / vaddss in
+// loop (since replaced) into scalar multiplies and adds between shuffles (vmulss / vaddss in
 // `perf annotate`), 4-5x the forward pass; a change elsewhere in this file let it come out
 // as vectors again (1.1-1.2 ms against the blocked path's 1.0-1.2), so 16 is blocked too,
 // rather than hang on that. A width that is not a multiple of 16 computes its last chunk
 // whole (the columns past the row read the next feature's, or the padding) and keeps the
 // columns it has. On a 2-vCPU EPYC VM (Zen 5), 27 features at batch 4096, builds
 // alternated: width 16 5.2-5.6 -> 1.0-1.1 ms, 4 4.6-4.7 -> 1.1, 8 4.5-4.8 -> 1.1-1.4, 24
-// 6.2-6.4 -> 2.6-2.7, 48 5.8-6.2 -> 4.5-4.7, 96 9.7-11.7 -> 8.6-9.0. Widths 32, 64 and 128
-// keep the row loop (the same within the noise).
+// 6.2-6.4 -> 2.6-2.7, 48 5.8-6.2 -> 4.5-4.7, 96 9.7-11.7 -> 8.6-9.0. Since then the row
+// blocks above take every width of whole vectors of 8 floats, faster still on an Emerald
+// Rapids Xeon; this loop keeps the others (4, 12, 57, ...).
 inline void interactionGradBlock(InteractionPairGrads dz, InteractionGradRows dt, int64_t first, int64_t features,
                                  int64_t width, const float* __restrict block, float* __restrict pairBlock) {
   const int64_t pairs = interactionPairCount(features);
@@ -366,20 +497,53 @@ inline void interactionGradBlock(InteractionPairGrads dz, InteractionGradRows dt
 // L1 (with F output streams as well: 1.6x slower for DLRM's 27). The gradient rows are
 // written where they go, each once, whole: staging them in a second buffer and copying
 // them out cost more (DLRM's 27 x 64 at batch 4096 on a 2-vCPU EPYC VM: 4.7-5.1 -> 4.0-4.5
-// ms with the row pairs above; the concatenation a stacked [B, F * D] input needs costs
+// ms with the row pairs the row blocks replaced; the concatenation a stacked [B, F * D] input needs costs
 // more than the input copy; see interaction.ts).
 constexpr int64_t kGradBlock = 16;
+
+// Asks for example `e`'s inputs and pair gradients (of the next block) while this block's
+// are computed: the copies into the block otherwise wait on memory row by row.
+inline void prefetchGradInputs(InteractionPairGrads dz, InteractionRows t, int64_t e, int64_t features, int64_t width,
+                               int64_t batch) {
+  if (e >= batch) return;
+  const int64_t rowBytes = width * int64_t(sizeof(float));
+  for (int64_t f = 0; f < features; ++f) {
+    const char* row = reinterpret_cast<const char*>(t.feature[f] + e * t.rowStride);
+    for (int64_t b = 0; b < rowBytes; b += 64) __builtin_prefetch(row + b, 0, 2);
+    __builtin_prefetch(row + rowBytes - 1, 0, 2);
+  }
+  const char* g = reinterpret_cast<const char*>(dz.values + e * dz.rowStride);
+  const int64_t gBytes = interactionPairCount(features) * int64_t(sizeof(float));
+  for (int64_t b = 0; b < gBytes; b += 64) __builtin_prefetch(g + b, 0, 2);
+  __builtin_prefetch(g + gBytes - 1, 0, 2);
+}
+
+// `width` floats: a copy of a fixed size for the widths DLRMs use (a few vector moves where
+// a size known only at run time is a call to memcpy per row: 432 per block of DLRM's 27).
+inline void copyFloats(float* __restrict to, const float* __restrict from, int64_t width) {
+  switch (width) {
+    case 16: return void(std::memcpy(to, from, 16 * sizeof(float)));
+    case 32: return void(std::memcpy(to, from, 32 * sizeof(float)));
+    case 64: return void(std::memcpy(to, from, 64 * sizeof(float)));
+    case 128: return void(std::memcpy(to, from, 128 * sizeof(float)));
+    default: return void(std::memcpy(to, from, size_t(width) * sizeof(float)));
+  }
+}
 
 void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGradRows dt, int64_t batch, int64_t features,
                      int64_t width) {
   const int64_t rowWidth = features * width;
   const int64_t blocks = (batch + kGradBlock - 1) / kGradBlock;
   const int64_t blockWork = std::max<int64_t>(1, kGradBlock * features * features * width);
+#if HB_INTERACTION_ROW_BLOCK_GRAD
+  const bool rowBlocks = rowBlockWidth(width);
+#else
+  const bool rowBlocks = false;
+#endif
 #if HB_INTERACTION_BLOCKED_GRAD
   static_assert(kGradBlock == kBlock, "the blocked gradient reads gatherBlock's blocks");
-  // The row loop holds 32, 64 and 128 floats' sums in registers (as pairs of rows for 32
-  // and 64); every other width is blocked.
-  const bool blocked = width != 32 && width != 64 && width != 128;
+  // Widths of whole vectors of 8 floats go to the row blocks; every other is blocked.
+  const bool blocked = !rowBlocks;
   const int64_t padding = blocked ? kBlockedGradPadding : 0;
 #else
   const bool blocked = false;
@@ -390,6 +554,7 @@ void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGrad
     // What the blocked gradient reads past a block: zeros, never written.
     std::fill(in.get() + kGradBlock * rowWidth, in.get() + kGradBlock * rowWidth + padding, 0.0f);
     std::unique_ptr<const float*[]> rows(new const float*[size_t(features)]);
+    std::unique_ptr<float*[]> outRows(new float*[size_t(features)]);
     std::unique_ptr<float[]> pairBlock(blocked ? new float[size_t(kBlock * interactionPairCount(features))] : nullptr);
     for (int64_t k = k0; k < k1; ++k) {
       const int64_t first = k * kGradBlock;
@@ -403,27 +568,21 @@ void interactionGrad(InteractionPairGrads dz, InteractionRows t, InteractionGrad
 #endif
       for (int64_t f = 0; f < features; ++f) {
         for (int64_t e = 0; e < count; ++e) {
-          std::memcpy(in.get() + e * rowWidth + f * width, t.feature[f] + (first + e) * t.rowStride,
-                      size_t(width) * sizeof(float));
+          copyFloats(in.get() + e * rowWidth + f * width, t.feature[f] + (first + e) * t.rowStride, width);
         }
       }
       for (int64_t e = 0; e < count; ++e) {
         const float* g = dz.values + (first + e) * dz.rowStride;
-        for (int64_t f = 0; f < features; ++f) rows[f] = in.get() + e * rowWidth + f * width;
-        int64_t i = 0;
-#if HB_INTERACTION_ROW_PAIRS
-        // 2 x 64 running sums fill 8 of the 32 vector registers.
-        if (width == 16 || width == 32 || width == 64) {
-          for (; i + 1 < features; i += 2) {
-            float* to = dt.feature[i] + (first + e) * dt.rowStride;
-            float* next = dt.feature[i + 1] + (first + e) * dt.rowStride;
-            if (width == 16) interactionGradRowPair<16>(g, rows.get(), features, i, to, next);
-            else if (width == 32) interactionGradRowPair<32>(g, rows.get(), features, i, to, next);
-            else interactionGradRowPair<64>(g, rows.get(), features, i, to, next);
-          }
+        if (rowBlocks && k + 1 < k1) prefetchGradInputs(dz, t, first + kGradBlock + e, features, width, batch);
+#if HB_INTERACTION_ROW_BLOCK_GRAD
+        if (rowBlocks) {
+          for (int64_t f = 0; f < features; ++f) outRows[f] = dt.feature[f] + (first + e) * dt.rowStride;
+          gradExampleRowBlocks(g, in.get() + e * rowWidth, features, width, outRows.get());
+          continue;
         }
 #endif
-        for (; i < features; ++i) {
+        for (int64_t f = 0; f < features; ++f) rows[f] = in.get() + e * rowWidth + f * width;
+        for (int64_t i = 0; i < features; ++i) {
           float* to = dt.feature[i] + (first + e) * dt.rowStride;
           switch (width) {
             case 16: interactionGradRow<16>(g, rows.get(), features, i, width, to); break;
