@@ -114,11 +114,16 @@ inline void prefetchOutputRows(InteractionPairs z, int64_t first, int64_t count,
 // into pairs[q * kBlock + lane]: each lane's sum from 0 in k order, a multiply then an add
 // (-ffp-contract=off), as dense_math.h's dotInOrder. The N sums are independent chains of
 // adds: with 4 of them the adds' latency, not the adders' throughput, set the pace.
-template <int64_t N>
+// kContinue: the sums go on from the ones in `pairs` (a block's next columns, see
+// interactionBlock), else from 0.
+template <int64_t N, bool kContinue>
 __attribute__((always_inline)) inline void pairDots(const float* __restrict block, int64_t i, int64_t j, int64_t width,
                                                     float* __restrict pairs) {
   Lanes16 acc[N];
-  for (int64_t q = 0; q < N; ++q) acc[q] = Lanes16{};
+  for (int64_t q = 0; q < N; ++q) {
+    if (kContinue) std::memcpy(&acc[q], pairs + q * kBlock, sizeof(Lanes16));
+    else acc[q] = Lanes16{};
+  }
   const float* __restrict ti = block + i * width * kBlock;
   const float* __restrict tj = block + j * width * kBlock;
   for (int64_t k = 0; k < width; ++k) {
@@ -133,6 +138,23 @@ __attribute__((always_inline)) inline void pairDots(const float* __restrict bloc
   for (int64_t q = 0; q < N; ++q) std::memcpy(pairs + q * kBlock, &acc[q], sizeof(Lanes16));
 }
 
+// Row i's pairs (i, 0) .. (i, i - 1) over `width` columns of `block`, into pairs[j * kBlock].
+template <bool kContinue>
+__attribute__((always_inline)) inline void rowPairDots(const float* __restrict block, int64_t i, int64_t width,
+                                                       float* __restrict pairs) {
+  int64_t j = 0;
+  for (; j + kPairsAtOnce <= i; j += kPairsAtOnce) pairDots<kPairsAtOnce, kContinue>(block, i, j, width, pairs + j * kBlock);
+  if (kPairsAtOnce > 4 && j + 4 <= i) {
+    pairDots<4, kContinue>(block, i, j, width, pairs + j * kBlock);
+    j += 4;
+  }
+  if (j + 2 <= i) {
+    pairDots<2, kContinue>(block, i, j, width, pairs + j * kBlock);
+    j += 2;
+  }
+  if (j < i) pairDots<1, kContinue>(block, i, j, width, pairs + j * kBlock);
+}
+
 // One block of `count` <= kBlock examples starting at `first`. The dot products go to
 // pairBlock, one vector of the block's examples per pair, and from there to the examples'
 // rows: 16 pairs at a time turned in registers and stored as whole lines, where writing
@@ -141,21 +163,26 @@ __attribute__((always_inline)) inline void pairDots(const float* __restrict bloc
 // -> 120 us, 4096 x 16 760-770 -> 410 us, 4096 x 64 2.76 -> 2.15 ms.
 inline void interactionBlock(InteractionRows t, InteractionPairs z, int64_t first, int64_t count, int64_t features,
                              int64_t width, float* __restrict block, float* __restrict pairBlock) {
-  gatherBlock(t, first, count, features, width, block);
-  for (int64_t i = 1; i < features; ++i) {
-    prefetchOutputRows(z, first, count, features, i);
-    float* __restrict pairs = pairBlock + interactionPairIndex(i, 0) * kBlock;
-    int64_t j = 0;
-    for (; j + kPairsAtOnce <= i; j += kPairsAtOnce) pairDots<kPairsAtOnce>(block, i, j, width, pairs + j * kBlock);
-    if (kPairsAtOnce > 4 && j + 4 <= i) {
-      pairDots<4>(block, i, j, width, pairs + j * kBlock);
-      j += 4;
+  // A full block of a width of whole tiles goes 16 columns at a time: the block's F x 16
+  // columns (27 KiB for DLRM's 27) stay in L1 while every pair reads them, where all its
+  // columns at once (110 KiB at width 64) came from L2 for each pair's row, 9 loads for
+  // 16 multiplies and adds. Each pair's sums go on from where the last columns left them,
+  // k in order: the same bits.
+  const bool byTiles = HB_INTERACTION_SHUFFLE_TRANSPOSE && count == kBlock && width % 16 == 0;
+  const int64_t columns = byTiles ? 16 : width;
+  for (int64_t k0 = 0; k0 < width; k0 += columns) {
+    if (byTiles) {
+      for (int64_t f = 0; f < features; ++f) tileToLanes(t.feature[f] + first * t.rowStride + k0, t.rowStride, block + f * 16 * kBlock);
+    } else {
+      gatherBlock(t, first, count, features, width, block);
     }
-    if (j + 2 <= i) {
-      pairDots<2>(block, i, j, width, pairs + j * kBlock);
-      j += 2;
+    const bool lastColumns = k0 + columns == width;
+    for (int64_t i = 1; i < features; ++i) {
+      if (lastColumns) prefetchOutputRows(z, first, count, features, i);
+      float* __restrict pairs = pairBlock + interactionPairIndex(i, 0) * kBlock;
+      if (k0 == 0) rowPairDots<false>(block, i, columns, pairs);
+      else rowPairDots<true>(block, i, columns, pairs);
     }
-    if (j < i) pairDots<1>(block, i, j, width, pairs + j * kBlock);
   }
   const int64_t pairCount = interactionPairCount(features);
   int64_t p0 = 0;
