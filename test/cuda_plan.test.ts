@@ -273,6 +273,23 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
     }
   });
 
+  test("matmul_bias_activation on the GPU: its matmul, then its bias_activation, bit for bit", async () => {
+    const random = randomSource(9);
+    for (const [m, n, k] of [[45, 70, 300], [4096, 512, 13], [3, 4, 0]]) {
+      const a = place('cuda', [randomValues(random, m * k, -1, 1), [k, m]]);
+      const b = place('cuda', [randomValues(random, k * n, -1, 1), [k, n]]);
+      const bias = place('cuda', [randomValues(random, n), [n]]);
+      const attrs = { transposeA: true, transposeB: false };
+      const [product] = await native.kernelRun('matmul', [a, b], [[m, n]], attrs, OP);
+      for (const op of ['relu', 'tanh']) {
+        const unfused = await read(await native.kernelRun('bias_activation', [product as NativeTensorHandle, bias], [[m, n]], { op }, OP));
+        const fused = await read(await native.kernelRun('matmul_bias_activation', [a, b, bias], [[m, n]], { ...attrs, op }, OP));
+        expect(fused[0].device).toBe('cuda:0');
+        expectSameBits(fused, unfused);
+      }
+    }
+  });
+
   test('matmul with K = 0 writes zeros over a stale output; matmul_accumulate leaves it as it was', async () => {
     const empty = (shape: number[]) => place('cuda', [[], shape]);
     const stale = place('cuda', [[Number.NaN, 1, 2, 3, 4, 5], [2, 3]]);

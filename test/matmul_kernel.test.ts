@@ -222,6 +222,48 @@ describe('matmul kernel', () => {
     await checkMatmul({ m: 4096, n: 512, k: 13, transA: false, transB: false }, 13);
   });
 
+  // A dense layer's forward in one kernel: the bias and activation go over each piece of
+  // the product as the GEMM finishes it. Bit for bit matmul then bias_activation, over the
+  // GEMM's ways of cutting C: one piece (small), pieces of rows, of columns (N > M), the
+  // narrow loop's row ranges (N <= 16), and K = 0 (the activation of the bias alone).
+  describe('matmul_bias_activation', () => {
+    const shapes: Array<[number, number, number]> = [[7, 5, 3], [600, 300, 200], [64, 2000, 100], [1030, 8, 300], [4096, 1, 256], [700, 16, 260], [5, 7, 0]];
+    for (const t of transposes) {
+      test(`${label(t)}: relu, sigmoid and tanh give matmul then bias_activation, bit for bit`, async () => {
+        const random = randomSource(31);
+        for (const [m, n, k] of shapes) {
+          const c: Case = { m, n, k, transA: t[0], transB: t[1] };
+          const stored = storedShapes(c);
+          const a = input(randomMatrix(random, m * k), stored.a);
+          const b = input(randomMatrix(random, k * n), stored.b);
+          const bias = input(randomMatrix(random, n), [n]);
+          const product = await run('matmul', [a, b], [[m, n]], { transposeA: t[0], transposeB: t[1] });
+          for (const op of ['relu', 'sigmoid', 'tanh']) {
+            const fused = await run('matmul_bias_activation', [a, b, bias], [[m, n]], { transposeA: t[0], transposeB: t[1], op });
+            expect(fused.shape).toEqual([m, n]);
+            const unfused = await run('bias_activation', [product.handle as NativeTensorHandle, bias], [[m, n]], { op });
+            expect(Buffer.from(fused.values.buffer).equals(Buffer.from(unfused.values.buffer))).toBe(true);
+          }
+        }
+      });
+    }
+
+    test('errors name the op: a bias of the wrong shape, an activation that takes a constant, a bad product', async () => {
+      const a = input(Float32Array.from([1, 2, 3, 4, 5, 6]), [2, 3]);
+      const b = input(Float32Array.from([1, 2, 3, 4, 5, 6]), [3, 2]);
+      await expect(run('matmul_bias_activation', [a, b, input(Float32Array.from([1, 2, 3]), [3])], [[2, 2]], { op: 'relu' }, 'mlp/l1')).rejects.toThrow(
+        /mlp\/l1: kernel matmul_bias_activation: the bias has shape \[3\], expected \[2\] \(the output's columns\)/,
+      );
+      await expect(run('matmul_bias_activation', [a, b, input(Float32Array.from([1, 2]), [2])], [[2, 2]], { op: 'scale' }, 'mlp/l1')).rejects.toThrow(
+        /mlp\/l1: matmul_bias_activation: op 'scale' takes a constant/,
+      );
+      await expect(run('matmul_bias_activation', [a, a, input(Float32Array.from([1, 2]), [2])], [[2, 2]], { op: 'relu' }, 'mlp/l1')).rejects.toThrow(
+        /mlp\/l1: kernel matmul_bias_activation inner dimensions differ/,
+      );
+      await expect(run('matmul_bias_activation', [a, b], [[2, 2]], { op: 'relu' }, 'mlp/l1')).rejects.toThrow(/takes 3 inputs, got 2/);
+    });
+  });
+
   describe('errors name the op and the shapes, before anything is written', () => {
     const a23 = () => input(Float32Array.from([1, 2, 3, 4, 5, 6]), [2, 3]);
     const b32 = () => input(Float32Array.from([1, 2, 3, 4, 5, 6]), [3, 2]);

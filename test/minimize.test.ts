@@ -171,10 +171,14 @@ describe("dense layers: each bias add and activation fused, forward and backward
       return m.reduceMean(m.square(m.addConstant(h, -0.5)));
     });
     const fused = step.compiled.fused;
-    expect(fused.filter((f) => f.startsWith('bias_'))).toEqual(['bias_relu: relu', 'bias_tanh: tanh', 'bias_sigmoid: sigmoid']);
+    // Each layer's product is read by its bias add alone: product, bias and activation in one kernel.
+    expect(fused.filter((f) => f.includes('bias_') && !f.startsWith('activation_grad_bias'))).toEqual([
+      'matmul_bias_relu: relu', 'matmul_bias_tanh: tanh', 'matmul_bias_sigmoid: sigmoid',
+    ]);
     expect(fused.filter((f) => f.startsWith('activation_grad_bias: '))).toHaveLength(4); // three layers, and the loss's square with the output's bias
     const kernels = step.compiled.spec.steps.map((s) => s.kernel);
-    expect(kernels.filter((k) => k === 'bias_activation')).toHaveLength(3);
+    expect(kernels.filter((k) => k === 'matmul_bias_activation')).toHaveLength(3);
+    expect(kernels).not.toContain('bias_activation');
     expect(kernels).not.toContain('unary_grad');
   });
 
@@ -194,11 +198,16 @@ describe("dense layers: each bias add and activation fused, forward and backward
     const x = placeholder(graph, { name: 'x', dtype: 'float32', shape: [-1, 5], build: () => xs });
     const w = graph.variableTensor(graph.store.getOrCreate('f/kernel', [5, 4], init(12, 1), true, 'cpu'));
     const b = graph.variableTensor(graph.store.getOrCreate('f/bias', [4], init(13, 0.5), true, 'cpu'));
-    const sum = m.add(m.matmul(x, w), b);
+    const product = m.matmul(x, w);
+    const sum = m.add(product, b);
     const kept = new CompiledStep(graph, [relu(sum), sum]);
     expect(kept.compiled.fused).toEqual([]);
     const fusedAlone = new CompiledStep(graph, [relu(sum)]);
-    expect(fusedAlone.compiled.fused).toEqual([expect.stringMatching(/^bias_relu: /)]);
+    expect(fusedAlone.compiled.fused).toEqual([expect.stringMatching(/^matmul_bias_relu: /)]);
+    // A product the step fetches keeps its matmul; the bias add and activation still fuse.
+    const productKept = new CompiledStep(graph, [relu(sum), product]);
+    expect(productKept.compiled.fused).toEqual([expect.stringMatching(/^bias_relu: /)]);
+    expect(productKept.compiled.spec.steps.map((s) => s.kernel)).toEqual(expect.arrayContaining(['matmul', 'bias_activation']));
   });
 
   test('a sum read elsewhere too keeps its add and activation (nothing computed twice)', async () => {

@@ -27,8 +27,10 @@ describe('hb.profile', () => {
     const report = await hb.profile(() => est.train(dataset(1024, TRAIN, 128), { steps: 6 }));
     expect(report.planRuns).toBe(6);
     const byKernel = (kernel: string, phase: string) => report.kernels.find((k) => k.kernel === kernel && k.phase === phase);
-    // Forward and backward matmuls, the sparse tables' update (fused with their backward), the dense updates.
-    expect(byKernel('matmul', 'forward')?.calls).toBe(2 * 6);
+    // Forward and backward matmuls (the relu layer's with its bias and activation), the
+    // sparse tables' update (fused with their backward), the dense updates.
+    expect(byKernel('matmul_bias_activation', 'forward')?.calls).toBe(6);
+    expect(byKernel('matmul', 'forward')?.calls).toBe(6);
     expect(byKernel('matmul', 'backward')?.calls).toBeGreaterThanOrEqual(2 * 6);
     expect(byKernel('dense_apply', 'update')?.calls).toBe(4 * 6); // two kernels, two biases
     expect(report.kernels.some((k) => k.phase === 'update' && /lookup_backward_apply|sparse_apply/.test(k.kernel))).toBe(true);

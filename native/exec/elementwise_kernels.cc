@@ -12,6 +12,7 @@
 #include "cuda/dense_kernels.h"
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
+#include "native/exec/bias_activation.h"
 #include "native/exec/kernel_def.h"
 #include "native/exec/unary_grad.h"
 #include "native/kernels/dense_math.h"
@@ -259,8 +260,7 @@ void biasActivationKernel(KernelArgs& args) {
   checkArity(args, 2, 1, "bias_activation");
   checkFloat32(args, "bias_activation");
   const int32_t op = opAttr(args, "bias_activation", kUnaryOpCount);
-  HB_CHECK(UnaryOp(op) != UnaryOp::Scale && UnaryOp(op) != UnaryOp::AddConstant, args.name,
-           ": bias_activation: op '", kUnaryOpNames[op], "' takes a constant; use unary");
+  checkBiasActivationOp(op, args.name, "bias_activation");
   const Tensor& x = args.in[0];
   const Tensor& bias = args.in[1];
   const Tensor& y = args.out[0];
@@ -272,23 +272,9 @@ void biasActivationKernel(KernelArgs& args) {
   if (y.size() == 0) return;
   const int64_t rows = y.size() / cols;
   const Device device = kernelDevice(args, "bias_activation");
-  if (device.isCuda()) {
-    cuda::binary(device.index, int32_t(BinaryOp::Add), x.data<float>(), bias.data<float>(), y.data<float>(), y.size(),
-                 deviceIndex(BinaryLoop::RowB, x, bias, y.shape));
-    return cuda::unary(device.index, op, 0.0f, y.data<float>(), y.data<float>(), y.size());
-  }
-  const float* px = x.data<float>();
-  const float* pb = bias.data<float>();
-  float* py = y.data<float>();
-  withUnaryOp(op, [&](auto tag) {
-    constexpr UnaryOp Op = decltype(tag)::value;
-    parallelFor(rows, std::max<int64_t>(1, kGrain / cols), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* rx = px + r * cols;
-        float* ry = py + r * cols;
-        for (int64_t c = 0; c < cols; ++c) ry[c] = unaryOf<Op>(binaryOf<BinaryOp::Add>(rx[c], pb[c]), 0.0f);
-      }
-    });
+  if (device.isCuda()) return biasActivationOnDevice(device.index, op, x, bias, y);
+  parallelFor(rows, std::max<int64_t>(1, kGrain / cols), [&](int64_t r0, int64_t r1) {
+    biasActivationRows(op, x.data<float>(), bias.data<float>(), y.data<float>(), cols, r0, r1, 0, cols);
   });
 }
 
@@ -308,6 +294,29 @@ void unaryGradKernel(KernelArgs& args) {
 }
 
 }  // namespace
+
+void checkBiasActivationOp(int32_t op, const std::string& who, const char* kernel) {
+  HB_CHECK(UnaryOp(op) != UnaryOp::Scale && UnaryOp(op) != UnaryOp::AddConstant, who, ": ", kernel, ": op '",
+           kUnaryOpNames[op], "' takes a constant; use unary");
+}
+
+void biasActivationRows(int32_t op, const float* x, const float* bias, float* y, int64_t ld, int64_t r0, int64_t r1,
+                        int64_t c0, int64_t c1) {
+  withUnaryOp(op, [&](auto tag) {
+    constexpr UnaryOp Op = decltype(tag)::value;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* rx = x + r * ld;
+      float* ry = y + r * ld;
+      for (int64_t c = c0; c < c1; ++c) ry[c] = unaryOf<Op>(binaryOf<BinaryOp::Add>(rx[c], bias[c]), 0.0f);
+    }
+  });
+}
+
+void biasActivationOnDevice(int device, int32_t op, const Tensor& x, const Tensor& bias, const Tensor& y) {
+  cuda::binary(device, int32_t(BinaryOp::Add), x.data<float>(), bias.data<float>(), y.data<float>(), y.size(),
+               deviceIndex(BinaryLoop::RowB, x, bias, y.shape));
+  cuda::unary(device, op, 0.0f, y.data<float>(), y.data<float>(), y.size());
+}
 
 void runUnaryGrad(Device device, int32_t op, const float* dy, const float* v, float* dx, int64_t n) {
   if (device.isCuda()) return cuda::unaryGrad(device.index, op, dy, v, dx, n);

@@ -1,12 +1,19 @@
 // matmul: out[0] = op(in[0]) * op(in[1]), rank-2 float32, where attrs transposeA /
 // transposeB (default false) transpose the stored A / B. matmul_accumulate adds the
 // product into out[0] instead (C += op(A) * op(B)): the backward pass sums gradients
-// from several consumers into one buffer that way.
+// from several consumers into one buffer that way. matmul_bias_activation is a dense
+// layer's forward, act(op(A) * op(B) + bias) (lib/graph/fusions/dense_activation.ts).
+#include <cmath>
 #include <cstdint>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "cuda/dense_kernels.h"
 #include "native/core/status.h"
+#include "native/exec/bias_activation.h"
 #include "native/exec/kernel_def.h"
+#include "native/kernels/dense_math.h"
 #include "native/kernels/sgemm.h"
 
 namespace hb {
@@ -20,8 +27,8 @@ bool transposeAttr(const KernelArgs& args, size_t index, const char* kernel, con
   return value == 1.0;
 }
 
-void runMatmul(const KernelArgs& args, const char* kernel, float beta) {
-  checkArity(args, 2, 1, kernel);
+// C = op(A) * op(B) + beta * C; on the CPU `epilogue` runs over each finished piece of C.
+void runMatmul(const KernelArgs& args, const char* kernel, float beta, const SgemmEpilogue* epilogue = nullptr) {
   checkFloat32(args, kernel);
   const Tensor& a = args.in[0];
   const Tensor& b = args.in[1];
@@ -48,12 +55,53 @@ void runMatmul(const KernelArgs& args, const char* kernel, float beta) {
                        b.shape[1], beta, c.data<float>(), N);
   }
   sgemmCpu(transA, transB, M, N, K, 1.0f, a.data<float>(), a.shape[1], b.data<float>(), b.shape[1], beta,
-           c.data<float>(), N);
+           c.data<float>(), N, epilogue);
 }
 
-void matmul(KernelArgs& args) { runMatmul(args, "matmul", 0.0f); }
+void matmul(KernelArgs& args) {
+  checkArity(args, 2, 1, "matmul");
+  runMatmul(args, "matmul", 0.0f);
+}
 
-void matmulAccumulate(KernelArgs& args) { runMatmul(args, "matmul_accumulate", 1.0f); }
+void matmulAccumulate(KernelArgs& args) {
+  checkArity(args, 2, 1, "matmul_accumulate");
+  runMatmul(args, "matmul_accumulate", 1.0f);
+}
+
+// y = act(op(A) * op(B) + bias), bias [N]: the same bits as matmul, then bias_activation.
+// On the CPU the bias and activation go over each piece of the product as the GEMM
+// finishes it, while it is in cache, where bias_activation read the whole product back
+// from memory; on a GPU, the GEMM and then bias_activation's kernels in place.
+void matmulBiasActivation(KernelArgs& args) {
+  const char* kernel = "matmul_bias_activation";
+  checkArity(args, 3, 1, kernel);
+  const double opValue = attrOr(args, 2, -1.0);
+  HB_CHECK(opValue == std::floor(opValue) && opValue >= 0 && opValue < kUnaryOpCount, args.name, ": kernel ", kernel,
+           " needs attrs[2] (the activation) in [0, ", kUnaryOpCount, "), got ", opValue);
+  const int32_t op = int32_t(opValue);
+  checkBiasActivationOp(op, args.name, kernel);
+  const Tensor& bias = args.in[2];
+  const Tensor& y = args.out[0];
+  // (runMatmul checks the output's shape against the product's.)
+  HB_CHECK(y.shape.size() != 2 || bias.shape == std::vector<int64_t>{y.shape[1]}, args.name, ": kernel ", kernel,
+           ": the bias has shape ", bias.shapeString(), ", expected [", y.shape.size() == 2 ? y.shape[1] : 0,
+           "] (the output's columns)");
+  const Device device = kernelDevice(args, kernel);
+  if (device.isCuda()) {
+    runMatmul(args, kernel, 0.0f);
+    if (y.size() > 0) biasActivationOnDevice(device.index, op, y, bias, y);
+    return;
+  }
+  const int64_t ld = y.shape[1];
+  const float* b = bias.data<float>();
+  float* out = y.data<float>();
+  const SgemmEpilogue epilogue = [=](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    biasActivationRows(op, out, b, out, ld, m0, m1, n0, n1);
+  };
+  runMatmul(args, kernel, 0.0f, &epilogue);
+}
+
+std::vector<std::string> activationNames() { return {std::begin(kUnaryOpNames), std::end(kUnaryOpNames)}; }
 
 }  // namespace
 
@@ -64,5 +112,10 @@ HB_REGISTER_KERNEL(KernelDef("matmul", matmul, KernelPlacement::Device)
 HB_REGISTER_KERNEL(KernelDef("matmul_accumulate", matmulAccumulate, KernelPlacement::Device)
                        .input("a", f32()).input("b", f32()).inPlaceOutput("out", f32())
                        .boolean("transposeA", false).boolean("transposeB", false));
+// out = act(op(a) * op(b) + bias)
+HB_REGISTER_KERNEL(KernelDef("matmul_bias_activation", matmulBiasActivation, KernelPlacement::Device)
+                       .input("a", f32()).input("b", f32()).input("bias", f32()).output("out", f32())
+                       .boolean("transposeA", false).boolean("transposeB", false)
+                       .enumeration("op", activationNames()));
 
 }  // namespace hb

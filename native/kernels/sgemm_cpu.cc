@@ -70,6 +70,11 @@ struct GemmProblem {
   float beta;
   float* C;
   int64_t ldc;
+  const SgemmEpilogue* epilogue = nullptr;
+  // The epilogue over a finished piece of C, if there is one.
+  void finished(int64_t m0, int64_t m1, int64_t n0, int64_t n1) const {
+    if (epilogue != nullptr && m0 < m1 && n0 < n1) (*epilogue)(m0, m1, n0, n1);
+  }
 };
 
 // Writes one micro-tile computed in a scratch tile `acc` ([MR, NR], already times
@@ -659,11 +664,16 @@ void narrowThreaded(const GemmProblem& p) {
   const int64_t count = std::min<int64_t>({4 * threadPoolSize(), int64_t(flops / kMinFlopsPerRectangle), ceilDiv(p.M, side)});
   if (count <= 1) {
     narrowRows<Kernel>(p, 0, p.M);
+    p.finished(0, p.M, 0, p.N);
     return;
   }
   const int64_t rows = roundUp(ceilDiv(p.M, count), Kernel::MR);
   parallelFor(ceilDiv(p.M, rows), 1, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) narrowRows<Kernel>(p, t * rows, std::min(p.M, (t + 1) * rows));
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t m0 = t * rows, m1 = std::min(p.M, (t + 1) * rows);
+      narrowRows<Kernel>(p, m0, m1);
+      p.finished(m0, m1, 0, p.N);
+    }
   });
 }
 
@@ -690,6 +700,7 @@ void gemmThreaded(const GemmProblem& p) {
   int64_t count = std::min<int64_t>({4 * threads, int64_t(flops / kMinFlopsPerRectangle), ceilDiv(extent, minSide)});
   if (threads == 1 || count <= 1) {
     gemmRectangle<Kernel>(p, 0, p.M, 0, p.N);
+    p.finished(0, p.M, 0, p.N);
     return;
   }
   // A whole number of rounds over the threads, when there is more than one round.
@@ -703,8 +714,10 @@ void gemmThreaded(const GemmProblem& p) {
       const int64_t end = std::min(extent, begin + side);
       if (splitRows) {
         gemmRectangle<Kernel>(p, begin, end, 0, p.N, {}, shared);
+        p.finished(begin, end, 0, p.N);
       } else {
         gemmRectangle<Kernel>(p, 0, p.M, begin, end, shared, {});
+        p.finished(0, p.M, begin, end);
       }
     }
   });
@@ -758,15 +771,16 @@ const char* sgemmIsaName() {
 }
 
 void sgemmCpu(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-              const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+              const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const SgemmEpilogue* epilogue) {
   HB_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm: negative size M=", M, " N=", N, " K=", K);
   HB_CHECK(lda >= (transA ? M : K) && ldb >= (transB ? K : N) && ldc >= N,
            "sgemm: leading dimension too small (lda=", lda, " ldb=", ldb, " ldc=", ldc, " for M=", M, " N=", N,
            " K=", K, ")");
   if (M == 0 || N == 0) return;
-  const GemmProblem p{transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
+  const GemmProblem p{transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue};
   if (K == 0 || alpha == 0.0f) {
     scaleC(p);
+    p.finished(0, M, 0, N);
     return;
   }
   switch (isa()) {

@@ -1,7 +1,8 @@
 // A dense layer's element-wise work fused (lib/graph/fusions/dense_activation.ts puts these
 // in place of the unfused ops): bias_activation is op(x + bias), bias [N] along x's last
-// dim; activation_grad_bias gives the activation's gradient dz and dz summed over every dim
-// but the last (the bias's gradient). Fusion comes after autodiff, so neither has a gradient.
+// dim; matmul_bias_activation is op(matmul(a, b) + bias), the product too; activation_grad_bias
+// gives the activation's gradient dz and dz summed over every dim but the last (the
+// bias's gradient). Fusion comes after autodiff, so none has a gradient.
 import { DYNAMIC, shapeString } from '../graph';
 import { defineOp } from '../op_registry';
 
@@ -16,6 +17,21 @@ defineOp({
       throw new Error(`${name}: bias_activation takes x [..., N] and a bias [N], got ${shapeString(x.shape)} and ${shapeString(bias.shape)}`);
     }
     return x.shape;
+  },
+});
+
+// inputs: a, b (matmul's, with its transposeA and transposeB attrs), bias [N]; attrs: op.
+defineOp({
+  name: 'matmul_bias_activation',
+  kernel: 'matmul_bias_activation',
+  noGradient: true,
+  shape: ([a, b, bias], attrs, name) => {
+    const [m, k1] = attrs.transposeA ? [a.shape[1], a.shape[0]] : [a.shape[0], a.shape[1]];
+    const [k2, n] = attrs.transposeB ? [b.shape[1], b.shape[0]] : [b.shape[0], b.shape[1]];
+    if (a.rank !== 2 || b.rank !== 2 || k1 !== k2 || bias.rank !== 1 || bias.shape[0] !== n || n === DYNAMIC) {
+      throw new Error(`${name}: matmul_bias_activation takes a and b of a matmul and a bias [N], got ${shapeString(a.shape)}, ${shapeString(b.shape)} and ${shapeString(bias.shape)}`);
+    }
+    return [m, n];
   },
 });
 
