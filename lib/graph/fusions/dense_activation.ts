@@ -9,7 +9,7 @@
 // and the bias's gradient is summed while the gradient rows are in cache.
 import '../ops/dense_activation';
 import { defineFusion, FusionContext } from '../fusion';
-import { DYNAMIC, SymbolicTensor } from '../graph';
+import { DYNAMIC, Node, SymbolicTensor } from '../graph';
 import { sameShape } from '../ops/shapes';
 
 // The activations whose gradient reads their output, not the sum: once fused, nothing
@@ -32,35 +32,37 @@ function biasAdd(t: SymbolicTensor, ctx: FusionContext): [SymbolicTensor, Symbol
   return undefined;
 }
 
-// Tried first: a product only the bias add reads, of two rank-2 operands.
+/**
+ * [full, bias] of the bias add that `activation`'s input is, when only the activation
+ * reads that sum: a sum read elsewhere too (or fetched) would be computed twice.
+ */
+function activatedBiasAdd(activation: Node, ctx: FusionContext): [SymbolicTensor, SymbolicTensor] | undefined {
+  const sum = ctx.resolve(activation.inputs[0]);
+  const operands = biasAdd(sum, ctx);
+  return operands && ctx.readers(sum).length === 1 && !ctx.fetched(sum) ? operands : undefined;
+}
+
 for (const activation of ACTIVATIONS) {
+  const output = (node: Node) => [{ shape: node.output!.shape, dtype: 'float32' as const }];
+  // Tried first: a product of two rank-2 operands that only the bias add reads.
   defineFusion({
     name: `matmul_bias_${activation}`,
     root: activation,
     fuse(node, ctx) {
-      const sum = ctx.resolve(node.inputs[0]);
-      const operands = biasAdd(sum, ctx);
-      if (!operands || ctx.readers(sum).length !== 1 || ctx.fetched(sum)) return undefined;
-      const [full, bias] = operands;
-      const product = ctx.producer(full);
-      if (product.op !== 'matmul' || full.rank !== 2 || ctx.readers(full).length !== 1 || ctx.fetched(full)) return undefined;
+      const [full, bias] = activatedBiasAdd(node, ctx) ?? [];
+      const product = full && ctx.producer(full);
+      if (!full || !bias || !product || product.op !== 'matmul' || full.rank !== 2 || ctx.readers(full).length !== 1 || ctx.fetched(full)) return undefined;
       const [a, b] = product.inputs.map((t) => ctx.resolve(t));
       const attrs = { transposeA: Boolean(product.attrs.transposeA), transposeB: Boolean(product.attrs.transposeB), op: activation };
-      return ctx.graph.addNode('matmul_bias_activation', [a, b, bias], attrs, [{ shape: node.output!.shape, dtype: 'float32' }], node.name);
+      return ctx.graph.addNode('matmul_bias_activation', [a, b, bias], attrs, output(node), node.name);
     },
   });
-}
-
-for (const activation of ACTIVATIONS) {
   defineFusion({
     name: `bias_${activation}`,
     root: activation,
     fuse(node, ctx) {
-      const sum = ctx.resolve(node.inputs[0]);
-      const operands = biasAdd(sum, ctx);
-      // A sum read elsewhere too (or fetched) would be computed twice.
-      if (!operands || ctx.readers(sum).length !== 1 || ctx.fetched(sum)) return undefined;
-      return ctx.graph.addNode('bias_activation', operands, { op: activation }, [{ shape: node.output!.shape, dtype: 'float32' }], node.name);
+      const operands = activatedBiasAdd(node, ctx);
+      return operands && ctx.graph.addNode('bias_activation', operands, { op: activation }, output(node), node.name);
     },
   });
 }
