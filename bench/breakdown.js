@@ -19,13 +19,17 @@ async function printStepBreakdown(hb, run, steps, { top = 8, indent = '  ' } = {
   return report;
 }
 
+// The kernels that run the model's GEMMs: matmul_bias_activation is a dense layer's
+// (its time includes the bias and activation it applies to the product in cache).
+const GEMM_KERNELS = ['matmul', 'matmul_accumulate', 'matmul_bias_activation'];
+
 /**
  * The profiled step's matmuls as GFLOP/s against the machine's FMA peak for the GEMM's
  * instruction set (`peak`: native.measureFmaPeak, taken before the bench allocates much:
  * after training, V8's background GC threads can hold a core), given one step's matmul FLOPs.
  */
 function printGemmShare(peak, report, flopsPerStep, steps, workload) {
-  const matmulMs = report.kernels.filter((k) => k.kernel === 'matmul').reduce((sum, k) => sum + k.ms, 0);
+  const matmulMs = report.kernels.filter((k) => GEMM_KERNELS.includes(k.kernel)).reduce((sum, k) => sum + k.ms, 0);
   if (matmulMs <= 0) return;
   const achieved = (flopsPerStep * steps) / (matmulMs / 1e3) / 1e9;
   if (peak.gflops <= 0) {
