@@ -273,7 +273,7 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
     }
   });
 
-  test("matmul_bias_activation on the GPU: its matmul, then its bias_activation, bit for bit", async () => {
+  test("matmul_bias_activation and matmul_activation_grad_bias on the GPU: its matmul, then its bias_activation / activation_grad_bias, bit for bit", async () => {
     const random = randomSource(9);
     for (const [m, n, k] of [[45, 70, 300], [4096, 512, 13], [3, 4, 0]]) {
       const a = place('cuda', [randomValues(random, m * k, -1, 1), [k, m]]);
@@ -286,6 +286,12 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
         const fused = await read(await native.kernelRun('matmul_bias_activation', [a, b, bias], [[m, n]], { ...attrs, op }, OP));
         expect(fused[0].device).toBe('cuda:0');
         expectSameBits(fused, unfused);
+        // The backward's: the product as dy, then activation_grad_bias.
+        const y = place('cuda', [randomValues(random, m * n), [m, n]]);
+        const gradUnfused = await read(await native.kernelRun('activation_grad_bias', [product as NativeTensorHandle, y], [[m, n], [n]], { op }, OP));
+        const gradFused = await read(await native.kernelRun('matmul_activation_grad_bias', [a, b, y], [[m, n], [n]], { ...attrs, op }, OP));
+        expect(gradFused.map((g) => g.device)).toEqual(['cuda:0', 'cuda:0']);
+        expectSameBits(gradFused, gradUnfused);
       }
     }
   });

@@ -248,6 +248,30 @@ describe('matmul kernel', () => {
       });
     }
 
+    test(`every transpose: matmul_activation_grad_bias gives matmul then activation_grad_bias, bit for bit`, async () => {
+      const random = randomSource(37);
+      for (const t of transposes) {
+        for (const [m, n, k] of shapes) {
+          const c: Case = { m, n, k, transA: t[0], transB: t[1] };
+          const stored = storedShapes(c);
+          const a = input(randomMatrix(random, m * k), stored.a);
+          const b = input(randomMatrix(random, k * n), stored.b);
+          const product = await run('matmul', [a, b], [[m, n]], { transposeA: t[0], transposeB: t[1] });
+          for (const op of ['relu', 'sigmoid', 'tanh', 'square']) {
+            // y for relu: zeros where the forward's input was negative.
+            const v = input(randomMatrix(random, m * n).map((x) => (op === 'relu' && x < 0 ? 0 : x)), [m, n]);
+            const fused = await native.kernelRun('matmul_activation_grad_bias', [a, b, v], [[m, n], [n]], { transposeA: t[0], transposeB: t[1], op }, OP);
+            const unfused = await native.kernelRun('activation_grad_bias', [product.handle as NativeTensorHandle, v], [[m, n], [n]], { op }, OP);
+            for (let o = 0; o < 2; o++) {
+              const got = (await new hb.Tensor(fused[o] as NativeTensorHandle).data()) as Float32Array;
+              const want = (await new hb.Tensor(unfused[o] as NativeTensorHandle).data()) as Float32Array;
+              expect([m, n, k, op, o, Buffer.from(got.buffer).equals(Buffer.from(want.buffer))]).toEqual([m, n, k, op, o, true]);
+            }
+          }
+        }
+      }
+    });
+
     test('errors name the op: a bias of the wrong shape, an activation that takes a constant, a bad product', async () => {
       const a = input(Float32Array.from([1, 2, 3, 4, 5, 6]), [2, 3]);
       const b = input(Float32Array.from([1, 2, 3, 4, 5, 6]), [3, 2]);
@@ -261,6 +285,14 @@ describe('matmul kernel', () => {
         /mlp\/l1: kernel matmul_bias_activation inner dimensions differ/,
       );
       await expect(run('matmul_bias_activation', [a, b], [[2, 2]], { op: 'relu' }, 'mlp/l1')).rejects.toThrow(/takes 3 inputs, got 2/);
+      // The backward's: a bias gradient or y of the wrong shape, an activation without a gradient.
+      const y = input(Float32Array.from([1, 0, 2, 3]), [2, 2]);
+      const grad = (inputs: NativeTensorHandle[], outputs: number[][], op = 'relu') =>
+        native.kernelRun('matmul_activation_grad_bias', inputs, outputs, { op }, 'mlp/l1_grad');
+      await expect(grad([a, b, y], [[2, 2], [3]])).rejects.toThrow(/mlp\/l1_grad: matmul_activation_grad_bias: the bias gradient has shape \[3\], expected \[2\]/);
+      await expect(grad([a, b, input(Float32Array.from([1, 2]), [1, 2])], [[2, 2], [2]])).rejects.toThrow(/y \[1, ?2\] and dz \[2, ?2\] must have one shape/);
+      await expect(grad([a, b, y], [[2, 2], [2]], 'neg')).rejects.toThrow(/op 'neg' has no gradient kernel/);
+      await expect(grad([a, a, y], [[2, 2], [2]])).rejects.toThrow(/mlp\/l1_grad: kernel matmul_activation_grad_bias inner dimensions differ/);
     });
   });
 

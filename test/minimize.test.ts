@@ -175,9 +175,13 @@ describe("dense layers: each bias add and activation fused, forward and backward
     expect(fused.filter((f) => f.includes('bias_') && !f.startsWith('activation_grad_bias'))).toEqual([
       'matmul_bias_relu: relu', 'matmul_bias_tanh: tanh', 'matmul_bias_sigmoid: sigmoid',
     ]);
-    expect(fused.filter((f) => f.startsWith('activation_grad_bias: '))).toHaveLength(4); // three layers, and the loss's square with the output's bias
+    // The three layers' dy come from the matmuls of the layers above (their dX): fused with
+    // them. The loss's square with the output's bias has its dy from the loss.
+    expect(fused.filter((f) => f.startsWith('matmul_activation_grad_bias: '))).toHaveLength(3);
+    expect(fused.filter((f) => f.startsWith('activation_grad_bias: '))).toHaveLength(1);
     const kernels = step.compiled.spec.steps.map((s) => s.kernel);
     expect(kernels.filter((k) => k === 'matmul_bias_activation')).toHaveLength(3);
+    expect(kernels.filter((k) => k === 'matmul_activation_grad_bias')).toHaveLength(3);
     expect(kernels).not.toContain('bias_activation');
     expect(kernels).not.toContain('unary_grad');
   });

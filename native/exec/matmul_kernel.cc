@@ -13,6 +13,7 @@
 #include "native/core/status.h"
 #include "native/exec/bias_activation.h"
 #include "native/exec/kernel_def.h"
+#include "native/exec/matmul.h"
 #include "native/kernels/dense_math.h"
 #include "native/kernels/sgemm.h"
 
@@ -27,8 +28,9 @@ bool transposeAttr(const KernelArgs& args, size_t index, const char* kernel, con
   return value == 1.0;
 }
 
-// C = op(A) * op(B) + beta * C; on the CPU `epilogue` runs over each finished piece of C.
-void runMatmul(const KernelArgs& args, const char* kernel, float beta, const SgemmEpilogue* epilogue = nullptr) {
+}  // namespace
+
+void matmulInto(const KernelArgs& args, const char* kernel, float beta, const SgemmEpilogue* epilogue) {
   checkFloat32(args, kernel);
   const Tensor& a = args.in[0];
   const Tensor& b = args.in[1];
@@ -58,14 +60,16 @@ void runMatmul(const KernelArgs& args, const char* kernel, float beta, const Sge
            c.data<float>(), N, epilogue);
 }
 
+namespace {
+
 void matmul(KernelArgs& args) {
   checkArity(args, 2, 1, "matmul");
-  runMatmul(args, "matmul", 0.0f);
+  matmulInto(args, "matmul", 0.0f);
 }
 
 void matmulAccumulate(KernelArgs& args) {
   checkArity(args, 2, 1, "matmul_accumulate");
-  runMatmul(args, "matmul_accumulate", 1.0f);
+  matmulInto(args, "matmul_accumulate", 1.0f);
 }
 
 // y = act(op(A) * op(B) + bias), bias [N]: the same bits as matmul, then bias_activation.
@@ -82,13 +86,13 @@ void matmulBiasActivation(KernelArgs& args) {
   checkBiasActivationOp(op, args.name, kernel);
   const Tensor& bias = args.in[2];
   const Tensor& y = args.out[0];
-  // (runMatmul checks the output's shape against the product's.)
+  // (matmulInto checks the output's shape against the product's.)
   HB_CHECK(y.shape.size() != 2 || bias.shape == std::vector<int64_t>{y.shape[1]}, args.name, ": kernel ", kernel,
            ": the bias has shape ", bias.shapeString(), ", expected [", y.shape.size() == 2 ? y.shape[1] : 0,
            "] (the output's columns)");
   const Device device = kernelDevice(args, kernel);
   if (device.isCuda()) {
-    runMatmul(args, kernel, 0.0f);
+    matmulInto(args, kernel, 0.0f);
     if (y.size() > 0) biasActivationOnDevice(device.index, op, y, bias, y);
     return;
   }
@@ -98,7 +102,7 @@ void matmulBiasActivation(KernelArgs& args) {
   const SgemmEpilogue epilogue = [=](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     biasActivationRows(op, out, b, out, ld, m0, m1, n0, n1);
   };
-  runMatmul(args, kernel, 0.0f, &epilogue);
+  matmulInto(args, kernel, 0.0f, &epilogue);
 }
 
 std::vector<std::string> activationNames() { return {std::begin(kUnaryOpNames), std::end(kUnaryOpNames)}; }

@@ -1,7 +1,8 @@
 // "reduce_to_shape" (sums over broadcast dims: reduce_sum / reduce_mean and the
 // gradients of broadcasting ops, bias gradients first of all), its mirror
 // "broadcast_to", and "activation_grad_bias" (a dense layer's activation gradient and
-// bias gradient, in one pass on the CPU). Sums are dense_math.h's blocked sums, so a result does not
+// bias gradient, in one pass on the CPU), with "matmul_activation_grad_bias" (the same
+// after the GEMM that makes the activation's gradient). Sums are dense_math.h's blocked sums, so a result does not
 // depend on the thread count.
 #include <algorithm>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "native/core/status.h"
 #include "native/core/thread_pool.h"
 #include "native/exec/kernel_def.h"
+#include "native/exec/matmul.h"
 #include "native/exec/unary_grad.h"
 #include "native/kernels/dense_math.h"
 
@@ -269,6 +271,49 @@ void activationGradBiasKernel(KernelArgs& args) {
   });
 }
 
+// A dense layer's backward from the GEMM that makes dy (the layer above's dX = dZ W^T):
+// dz = unary_grad(op, dy, v) and db = dz summed over the rows, the same bits as matmul then
+// activation_grad_bias. On the CPU each piece of the product becomes dz as the GEMM
+// finishes it, while it is in cache, and db is summed from dz after; dy is never written
+// out. On a GPU the three kernels' work in turn.
+void matmulActivationGradBiasKernel(KernelArgs& args) {
+  const char* kernel = "matmul_activation_grad_bias";
+  checkArity(args, 3, 2, kernel);
+  const double opValue = attrOr(args, 2, -1.0);
+  HB_CHECK(opValue == std::floor(opValue) && opValue >= 0 && opValue < kUnaryOpCount, args.name, ": kernel ", kernel,
+           " needs attrs[2] (the activation) in [0, ", kUnaryOpCount, "), got ", opValue);
+  const int32_t op = int32_t(opValue);
+  HB_CHECK(unaryHasGrad(op), args.name, ": ", kernel, ": op '", kUnaryOpNames[op],
+           "' has no gradient kernel (relu, sigmoid, tanh, exp, log, square, sqrt have)");
+  const Tensor& v = args.in[2];
+  const Tensor& dz = args.out[0];
+  const Tensor& db = args.out[1];
+  HB_CHECK(v.shape == dz.shape, args.name, ": ", kernel, ": ", unaryGradReadsOutput(op) ? "y " : "x ", v.shapeString(),
+           " and dz ", dz.shapeString(), " must have one shape");
+  HB_CHECK(dz.shape.size() == 2 && db.shape == std::vector<int64_t>{dz.shape[1]}, args.name, ": ", kernel,
+           ": the bias gradient has shape ", db.shapeString(), ", expected [", dz.shape.size() == 2 ? dz.shape[1] : 0,
+           "] (dz's columns)");
+  const Device device = kernelDevice(args, kernel);
+  if (device.isCuda()) {
+    matmulInto(args, kernel, 0.0f);
+    runUnaryGrad(device, op, dz.data<float>(), v.data<float>(), dz.data<float>(), dz.size());
+    return reduceToShapeOn(args, kernel, dz, db, 1.0f);
+  }
+  const int64_t n = dz.shape[1];
+  const float* pv = v.data<float>();
+  float* pdz = dz.data<float>();
+  const SgemmEpilogue epilogue = [=](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    withUnaryOp(op, [&](auto tag) {
+      constexpr UnaryOp Op = decltype(tag)::value;
+      for (int64_t r = m0; r < m1; ++r) {
+        for (int64_t c = r * n + n0; c < r * n + n1; ++c) pdz[c] = unaryGradOf<Op>(pdz[c], pv[c]);
+      }
+    });
+  };
+  matmulInto(args, kernel, 0.0f, &epilogue);
+  reduceToShapeOn(args, kernel, dz, db, 1.0f);
+}
+
 // out (shape S) = in (shape T, broadcast) * scale.
 void broadcastToKernel(KernelArgs& args) {
   checkArity(args, 1, 1, "broadcast_to");
@@ -321,6 +366,11 @@ HB_REGISTER_KERNEL(KernelDef("reduce_to_shape", reduceToShapeKernel, KernelPlace
 // in[1] is the activation's output y, or its input x for log and square (see unary_grad).
 HB_REGISTER_KERNEL(KernelDef("activation_grad_bias", activationGradBiasKernel, KernelPlacement::Device)
                        .input("dy", f32()).input("yOrX", f32()).output("dz", f32()).output("db", f32())
+                       .enumeration("op", {std::begin(kUnaryOpNames), std::end(kUnaryOpNames)}));
+// dz, db = activation_grad_bias(op(a) * op(b), yOrX)
+HB_REGISTER_KERNEL(KernelDef("matmul_activation_grad_bias", matmulActivationGradBiasKernel, KernelPlacement::Device)
+                       .input("a", f32()).input("b", f32()).input("yOrX", f32()).output("dz", f32()).output("db", f32())
+                       .boolean("transposeA", false).boolean("transposeB", false)
                        .enumeration("op", {std::begin(kUnaryOpNames), std::end(kUnaryOpNames)}));
 HB_REGISTER_KERNEL(KernelDef("broadcast_to", broadcastToKernel, KernelPlacement::Device)
                        .input("x", f32()).output("out", f32()).number("scale", 1));

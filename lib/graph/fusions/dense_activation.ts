@@ -2,11 +2,13 @@
 // act(matmul(x, W) + b)): the product, bias add and activation become
 // matmul_bias_activation where nothing else reads the product (else the bias add and
 // activation become bias_activation), and in the backward the activation's gradient and
-// the bias's gradient (its sum over the batch) become activation_grad_bias. Same bits as
-// the unfused kernels. On the CPU the bias and activation go over each piece of the
-// product as the GEMM finishes it, while it is in cache (bias_activation read it back
-// from memory: 1.9 ms of a DLRM step at batch 4096), the sum x W + b is never written out,
-// and the bias's gradient is summed while the gradient rows are in cache.
+// the bias's gradient (its sum over the batch) become activation_grad_bias, with the
+// matmul that makes the activation's gradient (the layer above's dX) where nothing else
+// reads it: matmul_activation_grad_bias. Same bits as the unfused kernels. On the CPU the
+// bias and activation (or the activation's gradient) go over each piece of the product as
+// the GEMM finishes it, while it is in cache (bias_activation read the product back from
+// memory: 1.9 ms of a DLRM step at batch 4096), the sum x W + b is never written out, and
+// the bias's gradient is summed while the gradient rows are in cache.
 import '../ops/dense_activation';
 import { defineFusion, FusionContext } from '../fusion';
 import { DYNAMIC, Node, SymbolicTensor } from '../graph';
@@ -67,20 +69,43 @@ for (const activation of ACTIVATIONS) {
   });
 }
 
+/** The bias's gradient read from dz: dz summed to [N] (reduce_to_shape from the add's gradient). */
+function biasGradient(node: Node, ctx: FusionContext): { dz: SymbolicTensor; n: number; sum: Node } | undefined {
+  const dz = node.output!;
+  const n = dz.shape[dz.rank - 1];
+  if (dz.rank < 1 || n === DYNAMIC || dz.dtype !== 'float32') return undefined;
+  const sum = ctx.readers(dz).find((r) =>
+    r.op === 'reduce_to_shape' && ctx.resolve(r.inputs[0]) === dz && r.attrs.scale === 1 && sameShape(r.output!.shape, [n]));
+  return sum && { dz, n, sum };
+}
+
+// Tried first: dy made by a matmul (the layer above's dX) that nothing else reads.
+defineFusion({
+  name: 'matmul_activation_grad_bias',
+  root: 'unary_grad',
+  fuse(node, ctx) {
+    const grad = biasGradient(node, ctx);
+    const dy = ctx.resolve(node.inputs[0]);
+    const product = ctx.producer(dy);
+    if (!grad || product.op !== 'matmul' || dy.rank !== 2 || ctx.readers(dy).length !== 1 || ctx.fetched(dy)) return undefined;
+    const [a, b] = product.inputs.map((t) => ctx.resolve(t));
+    const attrs = { transposeA: Boolean(product.attrs.transposeA), transposeB: Boolean(product.attrs.transposeB), op: node.attrs.op };
+    const fused = ctx.graph.addNode('matmul_activation_grad_bias', [a, b, ctx.resolve(node.inputs[1])], attrs,
+      [{ shape: grad.dz.shape, dtype: 'float32' }, { shape: [grad.n], dtype: 'float32' }], node.name);
+    ctx.replace(grad.sum.output!, fused.outputs[1]);
+    return fused;
+  },
+});
+
 defineFusion({
   name: 'activation_grad_bias',
   root: 'unary_grad',
   fuse(node, ctx) {
-    const dz = node.output!;
-    const n = dz.shape[dz.rank - 1];
-    if (dz.rank < 1 || n === DYNAMIC || dz.dtype !== 'float32') return undefined;
-    // The bias's gradient: dz summed to [N] (reduce_to_shape from the add's gradient).
-    const sum = ctx.readers(dz).find((r) =>
-      r.op === 'reduce_to_shape' && ctx.resolve(r.inputs[0]) === dz && r.attrs.scale === 1 && sameShape(r.output!.shape, [n]));
-    if (!sum) return undefined;
+    const grad = biasGradient(node, ctx);
+    if (!grad) return undefined;
     const fused = ctx.graph.addNode('activation_grad_bias', node.inputs.map((t) => ctx.resolve(t)), { op: node.attrs.op },
-      [{ shape: dz.shape, dtype: 'float32' }, { shape: [n], dtype: 'float32' }], node.name);
-    ctx.replace(sum.output!, fused.outputs[1]);
+      [{ shape: grad.dz.shape, dtype: 'float32' }, { shape: [grad.n], dtype: 'float32' }], node.name);
+    ctx.replace(grad.sum.output!, fused.outputs[1]);
     return fused;
   },
 });

@@ -2,7 +2,8 @@
 // in place of the unfused ops): bias_activation is op(x + bias), bias [N] along x's last
 // dim; matmul_bias_activation is op(matmul(a, b) + bias), the product too; activation_grad_bias
 // gives the activation's gradient dz and dz summed over every dim but the last (the
-// bias's gradient). Fusion comes after autodiff, so none has a gradient.
+// bias's gradient), and matmul_activation_grad_bias the same from the matmul that makes
+// dy. Fusion comes after autodiff, so none has a gradient.
 import { DYNAMIC, shapeString } from '../graph';
 import { defineOp } from '../op_registry';
 
@@ -32,6 +33,23 @@ defineOp({
       throw new Error(`${name}: matmul_bias_activation takes a and b of a matmul and a bias [N], got ${shapeString(a.shape)}, ${shapeString(b.shape)} and ${shapeString(bias.shape)}`);
     }
     return [m, n];
+  },
+});
+
+// inputs: a, b (the matmul that makes dy, with its transposeA and transposeB attrs), and the
+// activation's output y (its input x for log and square); attrs also op. Outputs as
+// activation_grad_bias's.
+defineOp({
+  name: 'matmul_activation_grad_bias',
+  kernel: 'matmul_activation_grad_bias',
+  noGradient: true,
+  outputs: ([a, b, v], attrs, name) => {
+    const [m, k1] = attrs.transposeA ? [a.shape[1], a.shape[0]] : [a.shape[0], a.shape[1]];
+    const [k2, n] = attrs.transposeB ? [b.shape[1], b.shape[0]] : [b.shape[0], b.shape[1]];
+    if (a.rank !== 2 || b.rank !== 2 || k1 !== k2 || n === DYNAMIC || v.rank !== 2 || v.shape[1] !== n) {
+      throw new Error(`${name}: matmul_activation_grad_bias takes a and b of a matmul and y of the product's shape, got ${shapeString(a.shape)}, ${shapeString(b.shape)} and ${shapeString(v.shape)}`);
+    }
+    return [{ shape: [m, n], dtype: 'float32' }, { shape: [n], dtype: 'float32' }];
   },
 });
 
