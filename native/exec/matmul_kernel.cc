@@ -60,6 +60,13 @@ void matmulInto(const KernelArgs& args, const char* kernel, float beta, const Sg
            c.data<float>(), N, epilogue);
 }
 
+int32_t activationAttr(const KernelArgs& args, size_t index, const char* kernel) {
+  const double op = attrOr(args, index, -1.0);
+  HB_CHECK(op == std::floor(op) && op >= 0 && op < kUnaryOpCount, args.name, ": kernel ", kernel, " needs attrs[", index,
+           "] (the activation) in [0, ", kUnaryOpCount, "), got ", op);
+  return int32_t(op);
+}
+
 namespace {
 
 void matmul(KernelArgs& args) {
@@ -79,10 +86,7 @@ void matmulAccumulate(KernelArgs& args) {
 void matmulBiasActivation(KernelArgs& args) {
   const char* kernel = "matmul_bias_activation";
   checkArity(args, 3, 1, kernel);
-  const double opValue = attrOr(args, 2, -1.0);
-  HB_CHECK(opValue == std::floor(opValue) && opValue >= 0 && opValue < kUnaryOpCount, args.name, ": kernel ", kernel,
-           " needs attrs[2] (the activation) in [0, ", kUnaryOpCount, "), got ", opValue);
-  const int32_t op = int32_t(opValue);
+  const int32_t op = activationAttr(args, 2, kernel);
   checkBiasActivationOp(op, args.name, kernel);
   const Tensor& bias = args.in[2];
   const Tensor& y = args.out[0];

@@ -279,10 +279,7 @@ void activationGradBiasKernel(KernelArgs& args) {
 void matmulActivationGradBiasKernel(KernelArgs& args) {
   const char* kernel = "matmul_activation_grad_bias";
   checkArity(args, 3, 2, kernel);
-  const double opValue = attrOr(args, 2, -1.0);
-  HB_CHECK(opValue == std::floor(opValue) && opValue >= 0 && opValue < kUnaryOpCount, args.name, ": kernel ", kernel,
-           " needs attrs[2] (the activation) in [0, ", kUnaryOpCount, "), got ", opValue);
-  const int32_t op = int32_t(opValue);
+  const int32_t op = activationAttr(args, 2, kernel);
   HB_CHECK(unaryHasGrad(op), args.name, ": ", kernel, ": op '", kUnaryOpNames[op],
            "' has no gradient kernel (relu, sigmoid, tanh, exp, log, square, sqrt have)");
   const Tensor& v = args.in[2];

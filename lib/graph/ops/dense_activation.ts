@@ -6,6 +6,7 @@
 // dy. Fusion comes after autodiff, so none has a gradient.
 import { DYNAMIC, shapeString } from '../graph';
 import { defineOp } from '../op_registry';
+import { productShape } from './linalg';
 
 // inputs: x [..., N], bias [N]; attrs: op (the activation: relu, sigmoid or tanh).
 defineOp({
@@ -27,12 +28,12 @@ defineOp({
   kernel: 'matmul_bias_activation',
   noGradient: true,
   shape: ([a, b, bias], attrs, name) => {
-    const [m, k1] = attrs.transposeA ? [a.shape[1], a.shape[0]] : [a.shape[0], a.shape[1]];
-    const [k2, n] = attrs.transposeB ? [b.shape[1], b.shape[0]] : [b.shape[0], b.shape[1]];
-    if (a.rank !== 2 || b.rank !== 2 || k1 !== k2 || bias.rank !== 1 || bias.shape[0] !== n || n === DYNAMIC) {
-      throw new Error(`${name}: matmul_bias_activation takes a and b of a matmul and a bias [N], got ${shapeString(a.shape)}, ${shapeString(b.shape)} and ${shapeString(bias.shape)}`);
+    const shape = productShape(a, b, attrs);
+    if (typeof shape === 'string') throw new Error(`${name}: matmul_bias_activation: its product ${shape}`);
+    if (bias.rank !== 1 || bias.shape[0] !== shape[1] || shape[1] === DYNAMIC) {
+      throw new Error(`${name}: matmul_bias_activation takes a bias [${shape[1]}], got ${shapeString(bias.shape)}`);
     }
-    return [m, n];
+    return shape;
   },
 });
 
@@ -44,12 +45,12 @@ defineOp({
   kernel: 'matmul_activation_grad_bias',
   noGradient: true,
   outputs: ([a, b, v], attrs, name) => {
-    const [m, k1] = attrs.transposeA ? [a.shape[1], a.shape[0]] : [a.shape[0], a.shape[1]];
-    const [k2, n] = attrs.transposeB ? [b.shape[1], b.shape[0]] : [b.shape[0], b.shape[1]];
-    if (a.rank !== 2 || b.rank !== 2 || k1 !== k2 || n === DYNAMIC || v.rank !== 2 || v.shape[1] !== n) {
-      throw new Error(`${name}: matmul_activation_grad_bias takes a and b of a matmul and y of the product's shape, got ${shapeString(a.shape)}, ${shapeString(b.shape)} and ${shapeString(v.shape)}`);
+    const shape = productShape(a, b, attrs);
+    if (typeof shape === 'string') throw new Error(`${name}: matmul_activation_grad_bias: its product ${shape}`);
+    if (v.rank !== 2 || v.shape[1] !== shape[1] || shape[1] === DYNAMIC) {
+      throw new Error(`${name}: matmul_activation_grad_bias takes y of the product's shape [${shape.join(', ')}], got ${shapeString(v.shape)}`);
     }
-    return [{ shape: [m, n], dtype: 'float32' }, { shape: [n], dtype: 'float32' }];
+    return [{ shape, dtype: 'float32' }, { shape: [shape[1]], dtype: 'float32' }];
   },
 });
 
