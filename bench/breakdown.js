@@ -20,8 +20,10 @@ async function printStepBreakdown(hb, run, steps, { top = 8, indent = '  ' } = {
 }
 
 // The kernels that run the model's GEMMs: matmul_bias_activation is a dense layer's
-// (its time includes the bias and activation it applies to the product in cache).
-const GEMM_KERNELS = ['matmul', 'matmul_accumulate', 'matmul_bias_activation'];
+// forward, matmul_activation_grad_bias the GEMM that makes its activation's gradient (their
+// times include the element-wise work they do on the product in cache, and the latter's
+// bias gradient: the share is, if anything, understated).
+const GEMM_KERNELS = ['matmul', 'matmul_accumulate', 'matmul_bias_activation', 'matmul_activation_grad_bias'];
 
 /**
  * The profiled step's matmuls as GFLOP/s against the machine's FMA peak for the GEMM's
