@@ -56,8 +56,10 @@ const script = `
       const [z] = await native.kernelRun('dot_interaction', [t.handle], [[rows, (many * (many - 1)) / 2]], { features: many });
       interaction.push(digestOf(await new hb.Tensor(z).data()));
     }
-    // The gradient: rows of 8 and 16 floats take the AVX-512 build's blocked path; 64, its row pairs.
-    for (const gradWidth of [8, 16, 64]) {
+    // The gradient: rows of 8, 16, 24 and 64 floats take the vector builds' row blocks (8 in
+    // vectors of 8 floats, 16 and 64 of 16 on AVX-512, 24 in one of each), the portable
+    // build its row loop; 12 the AVX-512 build's blocked loop and AVX2's row loop.
+    for (const gradWidth of [8, 12, 16, 24, 64]) {
       const pairs = (features * (features - 1)) / 2;
       const x = hb.tensor(Float32Array.from({ length: batch * features * gradWidth }, (_, i) => Math.sin(0.7 * i)), [batch, features * gradWidth]);
       const dz = hb.tensor(Float32Array.from({ length: batch * pairs }, (_, i) => Math.cos(1.3 * i)), [batch, pairs]);

@@ -275,11 +275,15 @@ describeCuda('compiled-step kernels on CUDA against the CPU kernels', () => {
 
   test("matmul_bias_activation and matmul_activation_grad_bias on the GPU: its matmul, then its bias_activation / activation_grad_bias, bit for bit", async () => {
     const random = randomSource(9);
-    for (const [m, n, k] of [[45, 70, 300], [4096, 512, 13], [3, 4, 0]]) {
-      const a = place('cuda', [randomValues(random, m * k, -1, 1), [k, m]]);
-      const b = place('cuda', [randomValues(random, k * n, -1, 1), [k, n]]);
+    const cases: Array<[number, number, number, boolean, boolean]> = [
+      [45, 70, 300, false, false], [45, 70, 300, true, false], [45, 70, 300, false, true], [45, 70, 300, true, true],
+      [4096, 512, 13, true, false], [3, 4, 0, false, false],
+    ];
+    for (const [m, n, k, transposeA, transposeB] of cases) {
+      const a = place('cuda', [randomValues(random, m * k, -1, 1), transposeA ? [k, m] : [m, k]]);
+      const b = place('cuda', [randomValues(random, k * n, -1, 1), transposeB ? [n, k] : [k, n]]);
       const bias = place('cuda', [randomValues(random, n), [n]]);
-      const attrs = { transposeA: true, transposeB: false };
+      const attrs = { transposeA, transposeB };
       const [product] = await native.kernelRun('matmul', [a, b], [[m, n]], attrs, OP);
       for (const op of ['relu', 'tanh']) {
         const unfused = await read(await native.kernelRun('bias_activation', [product as NativeTensorHandle, bias], [[m, n]], { op }, OP));

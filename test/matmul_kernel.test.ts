@@ -227,7 +227,8 @@ describe('matmul kernel', () => {
   // GEMM's ways of cutting C: one piece (small), pieces of rows, of columns (N > M), the
   // narrow loop's row ranges (N <= 16), and K = 0 (the activation of the bias alone).
   describe('matmul_bias_activation', () => {
-    const shapes: Array<[number, number, number]> = [[7, 5, 3], [600, 300, 200], [64, 2000, 100], [1030, 8, 300], [4096, 1, 256], [700, 16, 260], [5, 7, 0]];
+    // [4096, 8, 300]: the narrow loop's row ranges on several threads.
+    const shapes: Array<[number, number, number]> = [[7, 5, 3], [600, 300, 200], [64, 2000, 100], [1030, 8, 300], [4096, 8, 300], [4096, 1, 256], [700, 16, 260], [5, 7, 0]];
     for (const t of transposes) {
       test(`${label(t)}: relu, sigmoid and tanh give matmul then bias_activation, bit for bit`, async () => {
         const random = randomSource(31);
@@ -285,6 +286,12 @@ describe('matmul kernel', () => {
         /mlp\/l1: kernel matmul_bias_activation inner dimensions differ/,
       );
       await expect(run('matmul_bias_activation', [a, b], [[2, 2]], { op: 'relu' }, 'mlp/l1')).rejects.toThrow(/takes 3 inputs, got 2/);
+      // An output of another rank is an error, not a read past its shape (it crashed the process).
+      for (const shape of [[], [4], [2, 2, 1]]) {
+        await expect(run('matmul_bias_activation', [a, b, input(Float32Array.from([1, 2]), [2])], [shape], { op: 'relu' }, 'mlp/l1')).rejects.toThrow(
+          /mlp\/l1: kernel matmul_bias_activation writes a \[M, N\] output, got \[/,
+        );
+      }
       // The backward's: a bias gradient or y of the wrong shape, an activation without a gradient.
       const y = input(Float32Array.from([1, 0, 2, 3]), [2, 2]);
       const grad = (inputs: NativeTensorHandle[], outputs: number[][], op = 'relu') =>

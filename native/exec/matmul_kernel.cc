@@ -90,10 +90,11 @@ void matmulBiasActivation(KernelArgs& args) {
   checkBiasActivationOp(op, args.name, kernel);
   const Tensor& bias = args.in[2];
   const Tensor& y = args.out[0];
-  // (matmulInto checks the output's shape against the product's.)
-  HB_CHECK(y.shape.size() != 2 || bias.shape == std::vector<int64_t>{y.shape[1]}, args.name, ": kernel ", kernel,
-           ": the bias has shape ", bias.shapeString(), ", expected [", y.shape.size() == 2 ? y.shape[1] : 0,
-           "] (the output's columns)");
+  // (matmulInto checks the output's shape against the product's; the epilogue reads its
+  // columns, so a rank that is not 2 stops here.)
+  HB_CHECK(y.shape.size() == 2, args.name, ": kernel ", kernel, " writes a [M, N] output, got ", y.shapeString());
+  HB_CHECK(bias.shape == std::vector<int64_t>{y.shape[1]}, args.name, ": kernel ", kernel, ": the bias has shape ",
+           bias.shapeString(), ", expected [", y.shape[1], "] (the output's columns)");
   const Device device = kernelDevice(args, kernel);
   if (device.isCuda()) {
     matmulInto(args, kernel, 0.0f);
