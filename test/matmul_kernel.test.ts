@@ -300,6 +300,9 @@ describe('matmul kernel', () => {
       await expect(grad([a, b, input(Float32Array.from([1, 2]), [1, 2])], [[2, 2], [2]])).rejects.toThrow(/y \[1, ?2\] and dz \[2, ?2\] must have one shape/);
       await expect(grad([a, b, y], [[2, 2], [2]], 'neg')).rejects.toThrow(/op 'neg' has no gradient kernel/);
       await expect(grad([a, a, y], [[2, 2], [2]])).rejects.toThrow(/mlp\/l1_grad: kernel matmul_activation_grad_bias inner dimensions differ/);
+      await expect(grad([a, b, input(Float32Array.from([1, 0, 2, 3]), [4])], [[4], [2]])).rejects.toThrow(
+        /mlp\/l1_grad: kernel matmul_activation_grad_bias writes a \[M, N\] dz, got \[4\]/,
+      );
     });
   });
 

@@ -287,9 +287,9 @@ void matmulActivationGradBiasKernel(KernelArgs& args) {
   const Tensor& db = args.out[1];
   HB_CHECK(v.shape == dz.shape, args.name, ": ", kernel, ": ", unaryGradReadsOutput(op) ? "y " : "x ", v.shapeString(),
            " and dz ", dz.shapeString(), " must have one shape");
-  HB_CHECK(dz.shape.size() == 2 && db.shape == std::vector<int64_t>{dz.shape[1]}, args.name, ": ", kernel,
-           ": the bias gradient has shape ", db.shapeString(), ", expected [", dz.shape.size() == 2 ? dz.shape[1] : 0,
-           "] (dz's columns)");
+  HB_CHECK(dz.shape.size() == 2, args.name, ": kernel ", kernel, " writes a [M, N] dz, got ", dz.shapeString());
+  HB_CHECK(db.shape == std::vector<int64_t>{dz.shape[1]}, args.name, ": ", kernel, ": the bias gradient has shape ",
+           db.shapeString(), ", expected [", dz.shape[1], "] (dz's columns)");
   const Device device = kernelDevice(args, kernel);
   if (device.isCuda()) {
     matmulInto(args, kernel, 0.0f);

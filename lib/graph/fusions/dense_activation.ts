@@ -44,19 +44,29 @@ function activatedBiasAdd(activation: Node, ctx: FusionContext): [SymbolicTensor
   return operands && ctx.readers(sum).length === 1 && !ctx.fetched(sum) ? operands : undefined;
 }
 
+/**
+ * The operands and transposes of the matmul that makes `t`, when `t` is rank 2, read by one
+ * node only (the one being fused) and not fetched: a fused kernel can take the product over.
+ */
+function exclusiveProduct(t: SymbolicTensor, ctx: FusionContext) {
+  const product = ctx.producer(t);
+  if (product.op !== 'matmul' || t.rank !== 2 || ctx.readers(t).length !== 1 || ctx.fetched(t)) return undefined;
+  const [a, b] = product.inputs.map((x) => ctx.resolve(x));
+  return { a, b, transposeA: Boolean(product.attrs.transposeA), transposeB: Boolean(product.attrs.transposeB) };
+}
+
 for (const activation of ACTIVATIONS) {
   const output = (node: Node) => [{ shape: node.output!.shape, dtype: 'float32' as const }];
-  // Tried first: a product of two rank-2 operands that only the bias add reads.
+  // Tried first: a product only the bias add reads.
   defineFusion({
     name: `matmul_bias_${activation}`,
     root: activation,
     fuse(node, ctx) {
-      const [full, bias] = activatedBiasAdd(node, ctx) ?? [];
-      const product = full && ctx.producer(full);
-      if (!full || !bias || !product || product.op !== 'matmul' || full.rank !== 2 || ctx.readers(full).length !== 1 || ctx.fetched(full)) return undefined;
-      const [a, b] = product.inputs.map((t) => ctx.resolve(t));
-      const attrs = { transposeA: Boolean(product.attrs.transposeA), transposeB: Boolean(product.attrs.transposeB), op: activation };
-      return ctx.graph.addNode('matmul_bias_activation', [a, b, bias], attrs, output(node), node.name);
+      const operands = activatedBiasAdd(node, ctx);
+      const product = operands && exclusiveProduct(operands[0], ctx);
+      if (!operands || !product) return undefined;
+      const { a, b, transposeA, transposeB } = product;
+      return ctx.graph.addNode('matmul_bias_activation', [a, b, operands[1]], { transposeA, transposeB, op: activation }, output(node), node.name);
     },
   });
   defineFusion({
@@ -85,12 +95,10 @@ defineFusion({
   root: 'unary_grad',
   fuse(node, ctx) {
     const grad = biasGradient(node, ctx);
-    const dy = ctx.resolve(node.inputs[0]);
-    const product = ctx.producer(dy);
-    if (!grad || product.op !== 'matmul' || dy.rank !== 2 || ctx.readers(dy).length !== 1 || ctx.fetched(dy)) return undefined;
-    const [a, b] = product.inputs.map((t) => ctx.resolve(t));
-    const attrs = { transposeA: Boolean(product.attrs.transposeA), transposeB: Boolean(product.attrs.transposeB), op: node.attrs.op };
-    const fused = ctx.graph.addNode('matmul_activation_grad_bias', [a, b, ctx.resolve(node.inputs[1])], attrs,
+    const product = grad && exclusiveProduct(ctx.resolve(node.inputs[0]), ctx);
+    if (!grad || !product) return undefined;
+    const { a, b, transposeA, transposeB } = product;
+    const fused = ctx.graph.addNode('matmul_activation_grad_bias', [a, b, ctx.resolve(node.inputs[1])], { transposeA, transposeB, op: node.attrs.op },
       [{ shape: grad.dz.shape, dtype: 'float32' }, { shape: [grad.n], dtype: 'float32' }], node.name);
     ctx.replace(grad.sum.output!, fused.outputs[1]);
     return fused;

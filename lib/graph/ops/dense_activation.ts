@@ -4,7 +4,7 @@
 // gives the activation's gradient dz and dz summed over every dim but the last (the
 // bias's gradient), and matmul_activation_grad_bias the same from the matmul that makes
 // dy. Fusion comes after autodiff, so none has a gradient.
-import { DYNAMIC, shapeString } from '../graph';
+import { DYNAMIC, shapeString, SymbolicTensor } from '../graph';
 import { defineOp } from '../op_registry';
 import { productShape } from './linalg';
 
@@ -22,14 +22,20 @@ defineOp({
   },
 });
 
+/** The product's [M, N] of a kernel that fuses a matmul, or an Error naming the node. */
+function fusedProductShape(a: SymbolicTensor, b: SymbolicTensor, attrs: Record<string, unknown>, name: string, op: string): [number, number] {
+  const shape = productShape(a, b, attrs);
+  if (typeof shape === 'string') throw new Error(`${name}: ${op}: its product ${shape}`);
+  return shape;
+}
+
 // inputs: a, b (matmul's, with its transposeA and transposeB attrs), bias [N]; attrs: op.
 defineOp({
   name: 'matmul_bias_activation',
   kernel: 'matmul_bias_activation',
   noGradient: true,
   shape: ([a, b, bias], attrs, name) => {
-    const shape = productShape(a, b, attrs);
-    if (typeof shape === 'string') throw new Error(`${name}: matmul_bias_activation: its product ${shape}`);
+    const shape = fusedProductShape(a, b, attrs, name, 'matmul_bias_activation');
     if (bias.rank !== 1 || bias.shape[0] !== shape[1] || shape[1] === DYNAMIC) {
       throw new Error(`${name}: matmul_bias_activation takes a bias [${shape[1]}], got ${shapeString(bias.shape)}`);
     }
@@ -45,8 +51,7 @@ defineOp({
   kernel: 'matmul_activation_grad_bias',
   noGradient: true,
   outputs: ([a, b, v], attrs, name) => {
-    const shape = productShape(a, b, attrs);
-    if (typeof shape === 'string') throw new Error(`${name}: matmul_activation_grad_bias: its product ${shape}`);
+    const shape = fusedProductShape(a, b, attrs, name, 'matmul_activation_grad_bias');
     if (v.rank !== 2 || v.shape[1] !== shape[1] || shape[1] === DYNAMIC) {
       throw new Error(`${name}: matmul_activation_grad_bias takes y of the product's shape [${shape.join(', ')}], got ${shapeString(v.shape)}`);
     }
