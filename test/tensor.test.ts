@@ -219,6 +219,26 @@ describe('hb.tensor()', () => {
     expect(first.every((x) => x === 7)).toBe(true);
   });
 
+  test('copies split over the thread pool keep every value in place, to the last partial piece', async () => {
+    // 1.2 MB: host copies go in 256 KiB pieces, here four whole ones and a partial one.
+    const n = 300_001;
+    const values = Float32Array.from({ length: n }, (_, i) => i);
+    const t = hb.tensor(values);
+    const intoArray = new Float32Array(n);
+    await t.data(intoArray);
+    const fresh = (await t.data()) as Float32Array;
+    const cloned = await t.clone();
+    const ofClone = (await cloned.data()) as Float32Array;
+    t.dispose();
+    cloned.dispose();
+    for (const read of [intoArray, fresh, ofClone]) {
+      expect(read.length).toBe(n);
+      let wrong = -1;
+      for (let i = 0; i < n && wrong < 0; i++) if (read[i] !== i) wrong = i;
+      expect(wrong).toBe(-1);
+    }
+  });
+
   test('a read waits for work still queued on the tensor; with nothing queued it is a copy made at once', async () => {
     // Host tensors whatever the suite's device. A 256 MiB fill keeps the host queue busy
     // while the small variable's fill and an assign wait behind it: those reads must go
