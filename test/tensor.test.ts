@@ -220,7 +220,7 @@ describe('hb.tensor()', () => {
   });
 
   test('copies split over the thread pool keep every value in place, to the last partial piece', async () => {
-    // 1.2 MB: host copies go in 256 KiB pieces, here four whole ones and a partial one.
+    // 1.2 MB: host copies go over the pool in pieces (native/core/buffer.cc), the last one partial.
     const n = 300_001;
     const values = Float32Array.from({ length: n }, (_, i) => i);
     const t = hb.tensor(values);

@@ -346,11 +346,12 @@ void copyBytes(void* dst, Device dstDevice, const void* src, Device srcDevice, s
     return;
   }
   // Large host copies are split over the pool: one core rarely saturates memory, and a
-  // result that the pool's threads wrote sits in their caches. Pieces of 256 KiB, so a
-  // read of 512 KiB to 1 MiB (a lookup's result) takes every thread too: on a 2-vCPU
-  // Emerald Rapids Xeon VM, a lookup's 1 MiB result read into an array 67-78 -> 34-40 us,
-  // into a new array 100-126 -> 59-72 us; 2 and 4 MiB unchanged (1 MiB pieces before).
-  constexpr size_t kChunk = size_t(1) << 18;
+  // result that the pool's threads wrote sits in their caches. Pieces of 128 KiB, so a
+  // read of 256 KiB (4096 one-id bags of dim 16) takes both threads: on a 2-vCPU Emerald
+  // Rapids Xeon VM, lookup results read into an array, 256 KiB 16-17 -> 8 us, 1 MiB 67-78
+  // -> 34-40 us; into a new array 31-38 -> 21 us and 100-126 -> 59-72 us; 2-16 MiB
+  // unchanged (1 MiB pieces before).
+  constexpr size_t kChunk = size_t(1) << 17;
   const int64_t chunks = int64_t((bytes + kChunk - 1) / kChunk);
   parallelFor(chunks, 1, [&](int64_t first, int64_t last) {
     const size_t begin = size_t(first) * kChunk;
