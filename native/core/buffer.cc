@@ -350,10 +350,12 @@ void copyBytes(void* dst, Device dstDevice, const void* src, Device srcDevice, s
   // read of 256 KiB (4096 one-id bags of dim 16) takes both threads: on a 2-vCPU Emerald
   // Rapids Xeon VM, lookup results read into an array, 256 KiB 16-17 -> 8 us, 1 MiB 67-78
   // -> 34-40 us; into a new array 31-38 -> 21 us and 100-126 -> 59-72 us; 2-16 MiB
-  // unchanged (1 MiB pieces before).
+  // unchanged (1 MiB pieces before). A copy never waits for the pool: where a kernel on
+  // another thread has it (the JS thread making a tensor while a step runs), this thread
+  // copies alone, as a copy of one piece always did.
   constexpr size_t kChunk = size_t(1) << 17;
   const int64_t chunks = int64_t((bytes + kChunk - 1) / kChunk);
-  parallelFor(chunks, 1, [&](int64_t first, int64_t last) {
+  parallelForIfFree(chunks, 1, [&](int64_t first, int64_t last) {
     const size_t begin = size_t(first) * kChunk;
     const size_t end = std::min(bytes, size_t(last) * kChunk);
     std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);

@@ -29,7 +29,8 @@ class ThreadPool {
 
   int size() const { return size_; }
 
-  void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+  // waitForTurn false: where another call has the pool, body(0, n) runs on this thread.
+  void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body, bool waitForTurn) {
     if (n <= 0) return;
     grain = std::max<int64_t>(1, grain);
     const int64_t chunks = (n + grain - 1) / grain;
@@ -37,7 +38,13 @@ class ThreadPool {
       body(0, n);
       return;
     }
-    std::lock_guard<std::mutex> turn(turnMutex_);
+    std::unique_lock<std::mutex> turn(turnMutex_, std::defer_lock);
+    if (waitForTurn) {
+      turn.lock();
+    } else if (!turn.try_lock()) {
+      body(0, n);
+      return;
+    }
     // At most a few chunks per thread: fewer hand-offs, still some balancing (and a
     // helper that wakes late finds the caller has taken its share).
     const int64_t target = std::min<int64_t>(chunks, int64_t(size_) * 4);
@@ -158,7 +165,11 @@ ThreadPool& pool() {
 }  // namespace
 
 void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
-  pool().run(n, grain, body);
+  pool().run(n, grain, body, /*waitForTurn=*/true);
+}
+
+void parallelForIfFree(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+  pool().run(n, grain, body, /*waitForTurn=*/false);
 }
 
 int threadPoolSize() { return pool().size(); }

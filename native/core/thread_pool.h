@@ -13,6 +13,11 @@ namespace hb {
 // HB_NUM_THREADS, else the number of hardware threads.
 void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
+// As parallelFor, except that where another call has the pool it runs body(0, n) on the
+// calling thread at once instead of waiting its turn: for work that is as well done alone
+// as late (a copy the JS thread makes while a kernel on the executor holds the pool).
+void parallelForIfFree(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
 int threadPoolSize();
 
 }  // namespace hb
