@@ -14,8 +14,8 @@ namespace hb {
 void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 // As parallelFor, except that where another call has the pool it runs body(0, n) on the
-// calling thread at once instead of waiting its turn: for work that is as well done alone
-// as late (a copy the JS thread makes while a kernel on the executor holds the pool).
+// calling thread at once instead of waiting its turn: for work better done alone now than
+// late (a copy the JS thread makes while a kernel on the executor holds the pool).
 void parallelForIfFree(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 int threadPoolSize();
