@@ -134,9 +134,12 @@ Napi::Value tensorFill(const Napi::CallbackInfo& info) {
 // Reads up to this size are copied on the JS thread when the host queue is idle (1 MiB: about
 // 80 us in a loop of reads, against 170-200 us queued, on a 2-vCPU EPYC VM). Past it a
 // queued read won where the copy lands in new pages: its copy ran on the pool's threads
-// (4 MiB: 330 us queued, 450 us here). Measured when a copy here of up to 1 MiB ran on one
-// thread; copies of more than 128 KiB take the pool here too now (native/core/buffer.cc),
-// and the cut-off has not been measured again.
+// (4 MiB: 330 us queued, 450 us here). That was when a copy here of up to 1 MiB ran on one
+// thread; copies of more than 128 KiB take the pool here too now (native/core/buffer.cc).
+// Measured again then (2-vCPU Emerald Rapids Xeon VM, reads into new arrays in a loop, this
+// cut-off at 1 and at 16 MiB alternated twice): the same within the noise (2 MiB 103-106
+// against 112-116 us, 4 MiB 217-230 against 233-241, 8 MiB 462-485 against 458-496).
+// Blocks in the cache serve most such reads in a loop either way (kInlineReusedReadBytes).
 constexpr size_t kInlineReadBytes = size_t(1) << 20;
 
 // Up to this size a read whose array gets a block from the cache (pages mapped already) is
