@@ -1,6 +1,16 @@
+import { spawnSync } from 'child_process';
+import * as path from 'path';
 import * as hb from '../lib';
 import { native } from '../lib/native';
 import { typeName } from './support/reference';
+
+// The built package, for scripts run in a child process.
+const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
+
+/** Runs `script` in a child node on the host (HB_DEVICE=cpu) with `env` added, for at most 60 s. */
+function runHostChild(script: string, env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env, HB_DEVICE: 'cpu' } });
+}
 
 describe('hb.tensor()', () => {
   test('typed arrays keep their dtype and are copied: later writes to the array are not seen', async () => {
@@ -104,9 +114,6 @@ describe('hb.tensor()', () => {
   });
 
   test('in a child process: host memory kept for reuse is returned once the work is done', () => {
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
@@ -119,7 +126,7 @@ describe('hb.tensor()', () => {
         await new Promise((r) => setTimeout(r, 4000)); // the host executor idles
         console.log(JSON.stringify({ kept, idle: mb() }));
       })();`;
-    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_HOST_CACHE_MB: '1024', HB_DEVICE: 'cpu' } });
+    const child = runHostChild(script, { HB_HOST_CACHE_MB: '1024' });
     expect(child.status).toBe(0);
     const { kept, idle } = JSON.parse(child.stdout.trim());
     expect(kept - idle).toBeGreaterThan(250); // six 64 MiB blocks were cached, then freed
@@ -139,9 +146,6 @@ describe('hb.tensor()', () => {
     // Huge pages are only sure to be found where the kernel may compact memory for them.
     const countable = process.platform === 'linux' && fs.existsSync('/proc/self/smaps_rollup');
     const expectHuge = countable && (mode === 'madvise' || mode === 'always') && thp('defrag') !== 'never';
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       const fs = require('fs');
@@ -154,7 +158,7 @@ describe('hb.tensor()', () => {
         console.log(JSON.stringify({ grew: hugeMiB() - before, value: (await firstRow.data())[63] }));
       })();`;
     const run = (env: Record<string, string>) => {
-      const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env, HB_DEVICE: 'cpu' } });
+      const child = runHostChild(script, env);
       expect(child.stderr).toBe('');
       expect(child.status).toBe(0);
       return JSON.parse(child.stdout.trim()) as { grew: number; value: number };
@@ -176,7 +180,7 @@ describe('hb.tensor()', () => {
         const heap = smaps.split(/\\n(?=[0-9a-f]+-[0-9a-f]+ )/).filter((m) => m.split('\\n')[0].endsWith('[heap]'));
         console.log(JSON.stringify({ advisedHeap: heap.some((m) => / hg( |$)/m.test(/VmFlags:.*/.exec(m)?.[0] ?? '')), size: small.size }));
       })();`;
-    const heapChild = spawnSync(process.execPath, ['-e', heapScript], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_HOST_CACHE_MB: '0', HB_DEVICE: 'cpu' } });
+    const heapChild = runHostChild(heapScript, { HB_HOST_CACHE_MB: '0' });
     expect(heapChild.status).toBe(0);
     expect(JSON.parse(heapChild.stdout.trim())).toEqual({ advisedHeap: false, size: 1 << 19 });
     if (expectHuge) expect(advised.grew).toBeGreaterThanOrEqual(32); // most of the table
@@ -187,9 +191,6 @@ describe('hb.tensor()', () => {
   test('in a child process: small lookups in a loop reuse the blocks their ids are copied into', () => {
     // A 4096-bag lookup copies 32 KiB of ids and 16 KiB of row splits: blocks glibc gave
     // back to the OS between calls, so every call faulted their pages in again.
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
@@ -201,7 +202,7 @@ describe('hb.tensor()', () => {
         for (let i = 0; i < 500; i++) await lookup();
         console.log(JSON.stringify({ faultsPerCall: (process.resourceUsage().minorPageFault - before) / 500 }));
       })();`;
-    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_DEVICE: 'cpu' } });
+    const child = runHostChild(script);
     expect(child.status).toBe(0);
     expect(JSON.parse(child.stdout.trim()).faultsPerCall).toBeLessThan(2);
   });
@@ -223,9 +224,6 @@ describe('hb.tensor()', () => {
     // 1.2 MB: host copies go over the pool in 128 KiB pieces (native/core/buffer.cc), ten
     // here, the last one partial. Two threads, so the pieces are really split (one thread
     // copies in one go), and host tensors whatever the suite's device.
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
@@ -246,7 +244,7 @@ describe('hb.tensor()', () => {
         };
         console.log(JSON.stringify([intoArray, fresh, ofClone, handedOver].map(firstWrong)));
       })();`;
-    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_DEVICE: 'cpu', HB_NUM_THREADS: '2' } });
+    const child = runHostChild(script, { HB_NUM_THREADS: '2' });
     expect(child.stderr).toBe('');
     expect(child.status).toBe(0);
     expect(JSON.parse(child.stdout.trim())).toEqual([-1, -1, -1, -1]);
@@ -287,9 +285,6 @@ describe('hb.tensor()', () => {
     // Reads of an idle tensor resolve at once, so this loop runs on microtasks alone and
     // Node never reaches the finalizers that give host blocks back: the reads must not
     // take a new host block each (2000 x 512 KiB would be 1 GiB).
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
@@ -300,7 +295,7 @@ describe('hb.tensor()', () => {
         for (let i = 0; i < 2000; i++) sum += (await t.data())[i];
         console.log(JSON.stringify({ grew: (process.memoryUsage().rss - before) / 2 ** 20, sum }));
       })();`;
-    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_DEVICE: 'cpu' } });
+    const child = runHostChild(script);
     expect(child.status).toBe(0);
     const { grew, sum } = JSON.parse(child.stdout.trim());
     expect(sum).toBe(4000);
@@ -308,9 +303,6 @@ describe('hb.tensor()', () => {
   });
 
   test('in a child process: the blocks of large results come back once JS drops them, and are freed when idle', () => {
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
@@ -336,9 +328,6 @@ describe('hb.tensor()', () => {
     // The host executor empties the block cache once it has idled for 2 s; a block that
     // comes back later (a tensor disposed on the JS thread, an array collected) starts
     // that count again instead of staying cached while nothing runs.
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
@@ -355,7 +344,7 @@ describe('hb.tensor()', () => {
         await sleep(4000);
         console.log(JSON.stringify({ held, dropped, idle: mb() }));
       })();`;
-    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HB_HOST_CACHE_MB: '1024', HB_DEVICE: 'cpu' } });
+    const child = runHostChild(script, { HB_HOST_CACHE_MB: '1024' });
     expect(child.stderr).toBe('');
     expect(child.status).toBe(0);
     const { held, dropped, idle } = JSON.parse(child.stdout.trim());
@@ -368,9 +357,6 @@ describe('hb.tensor()', () => {
     // then aborted the whole process ("terminate called after throwing an instance of
     // 'Napi::Error'", 2 to 4 runs in 6 of this script). Three rounds of 8 workers reading
     // results of 64 KiB to 12 MiB, half of them terminated mid-loop.
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const { Worker, isMainThread, workerData, parentPort } = require('worker_threads');
       if (isMainThread) {
@@ -421,9 +407,6 @@ describe('hb.tensor()', () => {
   });
 
   test('in a child process: arrays transferred and collected while ops read their tensors end normally', () => {
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
@@ -558,9 +541,6 @@ describe('hb.tensor()', () => {
     // mapping is cut into must not overlap, in 2 MiB pages or 4 KiB ones. (How many faults
     // reads between collections cost depends on how fast the machine hands out 2 MiB pages;
     // bench/lookup_grid.bench.js measures that.)
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
@@ -724,9 +704,6 @@ describe('tensor.data({ dispose: true })', () => {
     // 32 MiB into a new array maps 8192 pages, and handing the tensor's block over maps none.
     // A lookup loop reading its results so maps none either once V8 has collected the last
     // arrays, and every array kept holds its own values.
-    const { spawnSync } = require('child_process') as typeof import('child_process');
-    const path = require('path') as typeof import('path');
-    const dist = JSON.stringify(path.resolve(__dirname, '..', 'dist', 'index.js'));
     const script = `
       const hb = require(${dist});
       (async () => {
