@@ -231,8 +231,11 @@ export interface NativeAddon {
    * page-aligned stretches bypass the page cache (O_DIRECT) where the filesystem allows.
    */
   tensorWriteRows(tensor: NativeTensorHandle, rowBegin: number, rowEnd: number, path: string, position: number, digest?: NativeSha256, direct?: boolean): Promise<number>;
-  /** Overwrites rows [rowBegin, rowEnd) of `tensor` with the file's bytes from `position`, queued on its device. */
-  tensorReadRows(tensor: NativeTensorHandle, rowBegin: number, rowEnd: number, path: string, position: number): Promise<void>;
+  /**
+   * Overwrites rows [rowBegin, rowEnd) of `tensor` with the file's bytes from `position`,
+   * queued on its device; with `digest`, the bytes are added to it as they land.
+   */
+  tensorReadRows(tensor: NativeTensorHandle, rowBegin: number, rowEnd: number, path: string, position: number, digest?: NativeSha256): Promise<void>;
 
   /** Whether the addon found OpenSSL's digest calls in this process (node's own), so that sha256New works. */
   sha256Available(): boolean;

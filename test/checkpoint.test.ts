@@ -13,6 +13,8 @@ import {
   saveCheckpoint,
   verifyCheckpoint,
 } from '../lib/io/checkpoint_file';
+import { openCheckpoint } from '../lib/io/checkpoint_source';
+import { VerifiedReads } from '../lib/io/verified_reads';
 import { native, NativeTensorHandle, TypedArray } from '../lib/native';
 
 let dir: string;
@@ -461,6 +463,129 @@ describe('checkpoints of native tensors', () => {
     expect(Array.from((await loadCheckpoint(path.join(dir, 'model.ckpt-1.safetensors'))).tensors.get('n')!.data as Float32Array)).toEqual([3, 4, 5, 6]);
   });
 });
+
+describe('checkpoints verified as they are read (openCheckpoint with verifyWhileReading)', () => {
+  // In file order: the int64 tensor first, then the float32 ones as given. `big` spans
+  // three of the native read's 8 MiB pieces, so a piece is hashed beside the next's read.
+  const counts = BigInt64Array.from([3n, -(2n ** 62n), 5n, 7n]);
+  const small = Float32Array.from({ length: 30 }, (_, i) => i - 7.5);
+  const big = Float32Array.from({ length: 20 * 2 ** 18 }, (_, i) => Math.sin(i) * 1000);
+  const mid = Float32Array.from({ length: 1000 * 64 }, (_, i) => i / 3);
+  const BIG_ROWS = big.length / 64;
+  const save = async () =>
+    (await saveCheckpoint(dir, 9, [
+      { name: 'small', dtype: 'float32', shape: [10, 3], data: small },
+      { name: 'big', dtype: 'float32', shape: [BIG_ROWS, 64], data: { tensor: owned(big, [BIG_ROWS, 64]) } },
+      { name: 'mid', dtype: 'float32', shape: [1000, 64], data: mid },
+      { name: 'counts', dtype: 'int64', shape: [4], data: counts },
+    ])).path;
+  const zerosLike = (a: TypedArray, shape: number[]) => owned(new (a.constructor as Float32ArrayConstructor)(a.length) as TypedArray, shape);
+  const targets = () => ({ counts: zerosLike(counts, [4]), small: zerosLike(small, [10, 3]), big: zerosLike(big, [BIG_ROWS, 64]), mid: zerosLike(mid, [1000, 64]) });
+  const expectSame = async (t: NativeTensorHandle, want: TypedArray) => expect(bytesOf((await native.tensorData(t)) as TypedArray).equals(bytesOf(want))).toBe(true);
+  /** The byte counts hashed by reading the file again (fileSha256Update), during `run`. */
+  async function hashedAgain(run: () => Promise<void>): Promise<number[]> {
+    const spy = jest.spyOn(native, 'fileSha256Update');
+    try {
+      await run();
+      return spy.mock.calls.map((call) => call[4]);
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  test('reads in file order are hashed as they land, so verified() reads nothing again; the values are the saved ones', async () => {
+    const file = await save();
+    const dataBytes = counts.byteLength + small.byteLength + big.byteLength + mid.byteLength;
+    // Opened the default way, the whole data is hashed before open resolves.
+    expect((await hashedAgain(async () => void (await openCheckpoint(file)))).reduce((a, b) => a + b, 0)).toBe(dataBytes);
+    const t = targets();
+    const again = await hashedAgain(async () => {
+      const source = await openCheckpoint(file, { verifyWhileReading: true });
+      for (const name of ['counts', 'small', 'big', 'mid'] as const) await source.read(name, t[name]);
+      await source.verified();
+    });
+    expect(again).toEqual([]);
+    await expectSame(t.counts, counts);
+    await expectSame(t.small, small);
+    await expectSame(t.big, big);
+    await expectSame(t.mid, mid);
+  });
+
+  test('reads out of order, of some rows, or of some tensors verify too: only the bytes no read hashed are read again', async () => {
+    const file = await save();
+    const t = targets();
+    const part = owned(new Float32Array(100 * 64), [100, 64]);
+    const rowBytes = 64 * 4;
+    const again = await hashedAgain(async () => {
+      const reads = await VerifiedReads.open(file);
+      // mid first: counts, small and big (skipped) are hashed before it is read.
+      await reads.loadRows('mid', t.mid);
+      await reads.loadRows('small', t.small);
+      await reads.loadRows('big', part, { rowBegin: 200, rowEnd: 300 });
+      await reads.verified();
+      // After verified(): a plain read.
+      await reads.loadRows('counts', t.counts);
+    });
+    expect(again).toEqual([counts.byteLength + small.byteLength + big.byteLength]);
+    await expectSame(t.mid, mid);
+    await expectSame(t.small, small);
+    await expectSame(t.counts, counts);
+    await expectSame(part, big.subarray(200 * 64, 300 * 64));
+
+    // Some rows of the middle tensor: the bytes before them hashed first, those after at verified().
+    const rows = await hashedAgain(async () => {
+      const reads = await VerifiedReads.open(file);
+      await reads.loadRows('big', part, { rowBegin: 200, rowEnd: 300 });
+      await reads.verified();
+    });
+    expect(rows).toEqual([counts.byteLength + small.byteLength + 200 * rowBytes, (BIG_ROWS - 300) * rowBytes + mid.byteLength]);
+    await expectSame(part, big.subarray(200 * 64, 300 * 64));
+    const one = await hashedAgain(async () => {
+      const source = await openCheckpoint(file, { verifyWhileReading: true });
+      await source.read('big', t.big);
+      await source.verified();
+    });
+    expect(one).toEqual([counts.byteLength + small.byteLength, mid.byteLength]);
+    await expectSame(t.big, big);
+  });
+
+  test('a flipped byte is found by verified() whether its tensor was read in order, out of order or not at all', async () => {
+    const file = await save();
+    const { header, headerLength } = readHeader(file);
+    const at = (name: string, offset: number) => 8 + headerLength + header[name].data_offsets[0] + offset;
+    const cases: Array<[string, number, string[]]> = [
+      ['big, in its second 8 MiB piece, read in order', at('big', 9 * 2 ** 20 + 5), ['counts', 'small', 'big', 'mid']],
+      ['mid, never read', at('mid', 17), ['counts', 'small', 'big']],
+      ['small, read after mid', at('small', 3), ['mid', 'small']],
+      ['counts, read first', at('counts', 0), ['counts']],
+    ];
+    for (const [, position, order] of cases) {
+      const copy = path.join(dir, 'copy', path.basename(file));
+      fs.mkdirSync(path.dirname(copy), { recursive: true });
+      fs.copyFileSync(file, copy);
+      flipByte(copy, position);
+      await expect(openCheckpoint(copy)).rejects.toThrow(/checksum mismatch/);
+      const source = await openCheckpoint(copy, { verifyWhileReading: true });
+      const t = targets();
+      for (const name of order) await source.read(name, t[name as keyof typeof t]);
+      await expect(source.verified()).rejects.toThrow(new RegExp(`${escape(copy)}: checksum mismatch`));
+      // The outcome is kept: asked again, the same answer, and nothing read twice.
+      await expect(source.verified()).rejects.toThrow(/checksum mismatch/);
+    }
+  });
+
+  test('without the addon\'s digest (HB_NATIVE_SHA256=0) the file is verified at open, before any read', async () => {
+    const file = await save();
+    flipByte(file, fs.statSync(file).size - 3);
+    process.env.HB_NATIVE_SHA256 = '0';
+    try {
+      await expect(openCheckpoint(file, { verifyWhileReading: true })).rejects.toThrow(/checksum mismatch/);
+    } finally {
+      delete process.env.HB_NATIVE_SHA256;
+    }
+  });
+});
+
 
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

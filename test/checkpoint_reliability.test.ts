@@ -252,6 +252,42 @@ describe('1. through the Estimator', () => {
     expect(resumed.globalStep).toBe(5);
     expect(logs.join('\n')).toMatch(/model\.ckpt-10\.safetensors was refused \(.*checksum mismatch/);
   });
+
+  // The files are verified as the restore reads them (one pass): a corrupt one is found
+  // after its values are in the model, which must then hold the older checkpoint's values.
+  test('a flipped data byte in the newest checkpoint: every variable is read again from the one before, and training goes on from it', async () => {
+    await estimator().train(input, { steps: 10 });
+    // In the last tensor's data: read late, after the others landed in the model.
+    const bytes = fs.readFileSync(ckpt(10));
+    bytes[bytes.length - 3] ^= 0x10;
+    fs.writeFileSync(ckpt(10), bytes);
+    const logs: string[] = [];
+    const resumed = estimator({}, { logs });
+    await resumed.evaluate(input, { steps: 1 });
+    expect(resumed.globalStep).toBe(5);
+    expect(logs.join('\n')).toMatch(/model\.ckpt-10\.safetensors was refused \(Checkpoint .*model\.ckpt-10\.safetensors: checksum mismatch/);
+    expect(logs).toContain(`restored ${ckpt(5)} (global step 5)`);
+    await expectVariablesFrom(resumed, ckpt(5));
+    // Trained on from step 5, its own checkpoint at 10 replaces the corrupt one.
+    await resumed.train(input, { steps: 5 });
+    expect(resumed.globalStep).toBe(10);
+    await expect(verifyCheckpoint(ckpt(10))).resolves.toBeDefined();
+  });
+
+  test('when every checkpoint has a corrupt data byte nothing trains or is written, and a retry says so again', async () => {
+    await estimator().train(input, { steps: 10 });
+    for (const step of [5, 10]) {
+      const bytes = fs.readFileSync(ckpt(step));
+      bytes[bytes.length - 100] ^= 0x01;
+      fs.writeFileSync(ckpt(step), bytes);
+    }
+    const before = filesNow();
+    const resumed = estimator();
+    const refused = /No usable checkpoint in .*model\.ckpt-10\.safetensors: checksum mismatch.*model\.ckpt-5\.safetensors: checksum mismatch/s;
+    await expect(resumed.train(input, { steps: 5 })).rejects.toThrow(refused);
+    await expect(resumed.train(input, { steps: 5 })).rejects.toThrow(refused);
+    expect(filesNow()).toEqual(before);
+  });
 });
 
 describe('2. tensors the model has and the checkpoint lacks', () => {

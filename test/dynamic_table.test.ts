@@ -338,6 +338,42 @@ describe('dynamic tables', () => {
     expect(lines.join('\n')).toMatch(/model\.ckpt-2\.safetensors is a delta whose base cannot be used/);
   });
 
+  test('a delta whose base has a corrupt data byte is refused as it is read; the restore goes back to an older delta and its own base', async () => {
+    const dir = tempDir();
+    const col = column();
+    const estimator = new hb.estimator.Estimator({
+      modelFn: modelFnFor(col, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
+      modelDir: dir,
+      config: new hb.estimator.RunConfig({ log: () => undefined, progressBar: false, saveCheckpointsSteps: 4, saveDeltaSteps: 1, keepCheckpointMax: 10, tfRandomSeed: 3 }),
+    });
+    let atThree: Float32Array | undefined;
+    const capture: hb.estimator.TrainHook = { afterRun: async ({ globalStep }) => void (globalStep === 3 && (atThree = await rowsOf(col.embeddingTable, [1, 2, 3]))) };
+    // Copied after step 5's save: 1 full, 2 and 3 deltas of it, 4 full, 5 a delta of 4.
+    const snap = path.join(tempDir(), 'at-5');
+    await estimator.train(() => batchesOf([[1], [2], [3], [4], [5], [6]]), { maxSteps: 6, hooks: [capture, snapshotAt(dir, 6, snap)] });
+    const base = path.join(snap, 'model.ckpt-4.safetensors');
+    expect((await hb.estimator.loadCheckpoint(path.join(snap, 'model.ckpt-5.safetensors'))).metadata.hb_delta_base).toBe('model.ckpt-4.safetensors');
+    expect((await hb.estimator.loadCheckpoint(path.join(snap, 'model.ckpt-3.safetensors'))).metadata.hb_delta_base).toBe('model.ckpt-1.safetensors');
+    const bytes = fs.readFileSync(base);
+    bytes[bytes.length - 1] ^= 0x08;
+    fs.writeFileSync(base, bytes);
+    const lines: string[] = [];
+    const restoredCol = column();
+    const restored = new hb.estimator.Estimator({
+      modelFn: modelFnFor(restoredCol, () => new hb.train.AdagradOptimizer({ learningRate: 0.1 })),
+      modelDir: snap,
+      config: new hb.estimator.RunConfig({ log: (line) => lines.push(line), progressBar: false }),
+    });
+    await restored.evaluate(() => batchesOf([[1]]));
+    expect(restored.globalStep).toBe(3);
+    const log = lines.join('\n');
+    expect(log).toMatch(/model\.ckpt-5\.safetensors was refused \(Checkpoint .*model\.ckpt-5\.safetensors is a delta whose base cannot be used: Checkpoint .*model\.ckpt-4\.safetensors: checksum mismatch/);
+    expect(log).toMatch(/model\.ckpt-4\.safetensors was refused \(Checkpoint .*model\.ckpt-4\.safetensors: checksum mismatch/);
+    // Ids 4 and 5 came from the refused checkpoints: gone again with them.
+    expect((restoredCol.embeddingTable.stats() as hb.DynamicTableStats).rows).toBe(3);
+    expect(Array.from(await rowsOf(restoredCol.embeddingTable, [1, 2, 3]))).toEqual(Array.from(atThree!));
+  });
+
   test('bad settings are refused naming the column or option', () => {
     expect(() => fc.indicatorColumn(fc.categoricalColumnWithIdentity('id'))).toThrow(/'id' has no numBuckets/);
     expect(() => column({ embAdmitMinCount: 0 })).toThrow(/embAdmitMinCount/);

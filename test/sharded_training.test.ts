@@ -389,10 +389,17 @@ describeGloo('checkpoints of a job', () => {
     expectClose(meanLosses(ranks), uninterrupted.losses.slice(6), 'losses');
   }, 120_000);
 
-  test('a truncated or missing shard is refused (logged) and the previous checkpoint loads; an edited layout too', async () => {
+  test('a truncated, corrupt or missing shard is refused (logged) and the previous checkpoint loads; an edited layout too', async () => {
+    const flipLastByte = (f: string) => {
+      const bytes = fs.readFileSync(f);
+      bytes[bytes.length - 1] ^= 0x40;
+      fs.writeFileSync(f, bytes);
+    };
     await ranksOf(2, { optimizer: 'sgd', steps: 10, saveEvery: 5, modelDir: dir });
     const damage: Array<[string, (file: string) => void, RegExp]> = [
       ['model.ckpt-10.shard-1-of-2.safetensors', (f) => fs.truncateSync(f, fs.statSync(f).size - 7), /shard 1 of 2 is corrupt/],
+      // Found as the ranks read the shards (each rank hashes both files), not at open.
+      ['model.ckpt-10.shard-1-of-2.safetensors', (f) => flipLastByte(f), /shard 1 of 2 is corrupt: Checkpoint .*: checksum mismatch/],
       ['model.ckpt-10.shard-0-of-2.safetensors', (f) => fs.rmSync(f), /shard 0 of 2 \(model\.ckpt-10\.shard-0-of-2\.safetensors\) is missing/],
       ['model.ckpt-10.sharded.json', (f) => fs.writeFileSync(f, fs.readFileSync(f, 'utf8').replace('"worldSize": 2', '"worldSize": 3')), /its layout lists 2 shards for a world of 3/],
       ['model.ckpt-10.sharded.json', (f) => editLayout(f, (l) => void (l.metadata.optimizer_state = '[{"beta1_power":0.5}]')), /its layout's metadata differs from what shard 0 recorded/],
@@ -403,7 +410,10 @@ describeGloo('checkpoints of a job', () => {
       try {
         harm(path.join(broken, file));
         const ranks = await ranksOf(2, { optimizer: 'sgd', steps: 1, firstStep: 5, modelDir: broken });
-        for (const r of ranks) expect([file, r.restoredStep]).toEqual([file, 5]);
+        // Trained from step 5, one step. A shard's header that opens gives restoreGlobalStep
+        // its step (10); its data, found corrupt as it is read, sends the restore to step 5.
+        const foundWhenRead = reason.source.includes('checksum mismatch');
+        for (const r of ranks) expect([file, r.restoredStep, r.globalStep]).toEqual([file, foundWhenRead ? 10 : 5, 6]);
         const refused = ranks[0].logs.find((l) => l.includes('was refused'))!;
         expect(refused).toMatch(/^checkpoint .*model\.ckpt-10\.sharded\.json was refused \(Checkpoint .*model\.ckpt-10\.sharded\.json: /);
         expect(refused).toMatch(reason);

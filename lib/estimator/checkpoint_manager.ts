@@ -1,8 +1,10 @@
 // Saves and restores a model's variables in modelDir. Every tensor is streamed natively
 // in row ranges (tables through their EmbeddingTable, which knows its rows and slots), so
 // a table never passes through the JS heap; the newest checkpoint that verifies and fits
-// the model is the one restored (refused newer ones are logged); keepMax rotates old ones
-// out. A checkpoint that lacks a tensor the model has is refused, never half-restored.
+// the model is the one restored (refused newer ones are logged), its files hashed as they
+// are read (one pass; a corrupt one is refused then and everything read again from an
+// older one); keepMax rotates old ones out. A checkpoint that lacks a tensor the model
+// has is refused, never half-restored.
 //
 // Under a job of W ranks each rank writes its own file in parallel (its shards of the
 // sharded tables; rank 0 also every variable each rank holds whole), and rank 0 lists
@@ -176,6 +178,10 @@ export interface OpenedCheckpoint {
 
 type Skipped = OpenedCheckpoint['skipped'];
 
+// Checkpoints are opened on their headers and verified as a restore reads them (one pass
+// over each file): restore() refuses one whose data does not match and reads another.
+const OPEN = { verifyWhileReading: true };
+
 export class CheckpointManager {
   private chosen?: OpenedCheckpoint | null;
   /** The last full checkpoint written or restored (the base of the next delta), by file name. */
@@ -187,14 +193,15 @@ export class CheckpointManager {
   ) {}
 
   /**
-   * The newest checkpoint that verifies, looked for once (saves made since do not change
-   * it), or undefined when modelDir has none; after fitting() moved on to an older one,
-   * that one. Throws when it has some and none verifies: starting from scratch would
-   * train over what is left of the model.
+   * The newest checkpoint that opens (its headers verified; its data is verified as
+   * restore() reads it), looked for once (saves made since do not change it), or undefined
+   * when modelDir has none; after fitting() or restore() moved on to an older one, that
+   * one. Throws when it has some and none opens: starting from scratch would train over
+   * what is left of the model.
    */
   async latest(): Promise<OpenedCheckpoint | undefined> {
     if (this.chosen === undefined) {
-      const found = await latestCheckpointSource(this.modelDir);
+      const found = await latestCheckpointSource(this.modelDir, OPEN);
       this.logRefused(found?.skipped ?? []);
       const newest = found ? { path: found.source.path, source: found.source, skipped: found.skipped } : undefined;
       this.chosen = (newest && (await this.withBase(newest))) ?? null;
@@ -227,7 +234,7 @@ export class CheckpointManager {
       if (baseFile === undefined) return candidate;
       try {
         if (path.basename(baseFile) !== baseFile) throw new Error(`its base '${baseFile}' is not a file name`);
-        const base = await openCheckpoint(path.join(this.modelDir, baseFile));
+        const base = await openCheckpoint(path.join(this.modelDir, baseFile), OPEN);
         if (deltaBaseOf(base) !== undefined) throw new Error(`its base ${baseFile} is a delta itself`);
         if (base.globalStep >= candidate.source.globalStep) throw new Error(`its base ${baseFile} is not older than it`);
         return { ...candidate, base };
@@ -290,17 +297,62 @@ export class CheckpointManager {
 
   /**
    * Reads the tensors of `items` named in `wanted` from `checkpoint` (a delta: what its
-   * base holds of the items saved as changes, then the delta over it); resolves to the
-   * names read. The full checkpoint read becomes the base of the next delta.
+   * base holds of the items saved as changes, then the delta over it), verifying the files
+   * as they are read. One whose data does not match its SHA-256 is refused, logged and
+   * listed in `skipped` as at open, and every item read again, whole, from the newest
+   * older one that fits (fitting); throws when none is left. Resolves to the checkpoint
+   * read and the names read; the full checkpoint read becomes the base of the next delta.
    */
-  async restore(checkpoint: OpenedCheckpoint, items: CheckpointItem[], wanted: ReadonlySet<string>): Promise<string[]> {
-    const read: string[] = [];
+  async restore(checkpoint: OpenedCheckpoint, items: CheckpointItem[], wanted: ReadonlySet<string>): Promise<{ checkpoint: OpenedCheckpoint; read: string[] }> {
+    for (;;) {
+      const outcome = await this.readVerified(checkpoint, items, wanted);
+      if ('read' in outcome) {
+        const full = checkpoint.base ?? checkpoint.source;
+        this.base = { globalStep: full.globalStep, file: path.basename(full.path) };
+        return { checkpoint, read: outcome.read };
+      }
+      const refused = { path: checkpoint.path, error: outcome.refused };
+      checkpoint.skipped.push(refused);
+      this.logRefused([refused]);
+      try {
+        const older = await this.withBase(await this.olderThan(checkpoint.path, checkpoint.skipped));
+        if (!older) throw new Error(`No usable checkpoint in ${this.modelDir}:\n` + checkpoint.skipped.map((s) => `  ${s.error}`).join('\n'));
+        this.chosen = older;
+        // fitting starts from the chosen one, so it resolves to one or throws.
+        checkpoint = (await this.fitting(items))!;
+      } catch (err) {
+        // Nothing is chosen: a retry looks again (and reads again).
+        this.chosen = undefined;
+        throw err;
+      }
+      // What was read came from the refused one: everything comes from this one.
+      wanted = new Set(items.flatMap((item) => item.names));
+    }
+  }
+
+  /** The names read, or why the checkpoint is refused: a file whose data does not match its SHA-256. */
+  private async readVerified(checkpoint: OpenedCheckpoint, items: CheckpointItem[], wanted: ReadonlySet<string>): Promise<{ read: string[] } | { refused: string }> {
     const { base, source } = checkpoint;
-    if (base) for (const item of items) if (item.savesChanges) await item.load(base, wanted, false);
-    for (const item of items) read.push(...(await item.load(source, wanted, base !== undefined)));
-    const full = base ?? source;
-    this.base = { globalStep: full.globalStep, file: path.basename(full.path) };
-    return read;
+    const read: string[] = [];
+    let failure: { error: unknown } | undefined;
+    try {
+      if (base) for (const item of items) if (item.savesChanges) await item.load(base, wanted, false);
+      for (const item of items) read.push(...(await item.load(source, wanted, base !== undefined)));
+    } catch (error) {
+      // Values from a corrupt file can fail a load (a dynamic table's keys): the file is
+      // refused then, not the load's error thrown.
+      failure = { error };
+    }
+    for (const file of base ? [base, source] : [source]) {
+      try {
+        await file.verified();
+      } catch (err) {
+        const why = err instanceof Error ? err.message : String(err);
+        return { refused: file === base ? `Checkpoint ${checkpoint.path} is a delta whose base cannot be used: ${why}` : why };
+      }
+    }
+    if (failure) throw failure.error;
+    return { read };
   }
 
   /**
@@ -404,12 +456,12 @@ export class CheckpointManager {
     return `${this.modelDir}/${name}`;
   }
 
-  /** The newest checkpoint listed before `file` that verifies; those that do not go to `skipped`. */
+  /** The newest checkpoint listed before `file` that opens; those that do not go to `skipped`. */
   private async olderThan(file: string, skipped: Skipped): Promise<OpenedCheckpoint | undefined> {
     const listed = (await listCheckpoints(this.modelDir)).map((c) => c.path);
     for (let i = listed.indexOf(file) - 1; i >= 0; i--) {
       try {
-        return { path: listed[i], source: await openCheckpoint(listed[i]), skipped };
+        return { path: listed[i], source: await openCheckpoint(listed[i], OPEN), skipped };
       } catch (err) {
         const refused = { path: listed[i], error: err instanceof Error ? err.message : String(err) };
         skipped.push(refused);

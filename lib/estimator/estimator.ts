@@ -115,6 +115,8 @@ export class Estimator {
   /**
    * Reads the global step of the latest checkpoint, once, before anything is built: what
    * maxSteps counts from on a resumed run (TF: a finished job rerun trains zero steps).
+   * Its header is checked here, its data as the restore reads it: one found corrupt then is
+   * refused and an older one restored, and globalStep says that one's step.
    */
   async restoreGlobalStep(): Promise<number> {
     if (!this.stepRestored) {
@@ -267,10 +269,19 @@ export class Estimator {
     if (!checkpoint) return;
     // An older checkpoint than the one the step came from: everything comes from it, and
     // maxSteps counts from its step.
-    if (checkpoint.path !== this.restoredFrom) this.restoreFrom(checkpoint.path, checkpoint.source.globalStep);
+    if (checkpoint.path !== this.restoredFrom) {
+      this.restoreFrom(checkpoint.path, checkpoint.source.globalStep);
+      this.restoredNames = new Set(checkpoint.source.entries.keys());
+    }
     const wanted = new Set(items.flatMap((i) => i.names).filter((n) => !this.restored.has(n)));
-    const read = await this.checkpoints.restore(checkpoint, items, wanted);
-    restoreOptimizerState(checkpoint.path, checkpoint.source.metadata.optimizer_state, this.model.optimizers());
+    // The files are verified as they are read: one whose data is corrupt is refused there
+    // and everything read again from an older one.
+    const { checkpoint: used, read } = await this.checkpoints.restore(checkpoint, items, wanted);
+    if (used.path !== this.restoredFrom) {
+      this.restoreFrom(used.path, used.source.globalStep);
+      this.restoredNames = new Set(used.source.entries.keys());
+    }
+    restoreOptimizerState(used.path, used.source.metadata.optimizer_state, this.model.optimizers());
     for (const name of read) this.restored.add(name);
   }
 

@@ -21,7 +21,7 @@ import { promises as fsp } from 'fs';
 import type { FileHandle } from 'fs/promises';
 import * as os from 'os';
 import * as path from 'path';
-import { native, NativeTensorHandle } from '../native';
+import { native, NativeSha256, NativeTensorHandle } from '../native';
 import { FileDigest, newFileDigest } from './file_digest';
 import { shownValue } from '../shown_value';
 
@@ -363,18 +363,10 @@ export async function readCheckpointHeader(file: string): Promise<CheckpointHead
  * header, or throws an Error naming the file.
  */
 export async function verifyCheckpoint(file: string): Promise<CheckpointHeader> {
-  assertLittleEndian();
-  const fail = failureIn(file);
-  const fh = await fsp.open(file, 'r');
-  try {
-    const { header, raw } = await readHeaderAndBytes(fh, file);
-    const hasher = hasherOverHeader(raw);
-    await hashFileBytes(fh, file, header.dataStart, header.dataLength, hasher, fail);
-    checkDigest(hasher.hex(), header, fail);
-    return header;
-  } finally {
-    await fh.close();
-  }
+  const { header, digest } = await startFileDigest(file);
+  await hashDataRange(file, header, digest, 0, header.dataLength);
+  checkFileDigest(file, header, digest);
+  return header;
 }
 
 /**
@@ -382,15 +374,35 @@ export async function verifyCheckpoint(file: string): Promise<CheckpointHeader> 
  * [targetRowBegin, ...) of `target`, natively and in place, queued on the target's device.
  * A row is the product of shape[1:] values (a scalar is one row): the dtype and the row
  * width must match. The data is not hashed here: verify the file first
- * (verifyCheckpoint, latestValidCheckpoint).
+ * (verifyCheckpoint, latestValidCheckpoint), or read it through VerifiedReads.
  */
 export async function loadTensorRows(
   file: string,
   header: CheckpointHeader,
   name: string,
   target: NativeTensorHandle,
-  options: { rowBegin?: number; rowEnd?: number; targetRowBegin?: number } = {},
+  options: RowReadOptions = {},
 ): Promise<void> {
+  return planRowRead(file, header, name, target, options).run();
+}
+
+export interface RowReadOptions {
+  rowBegin?: number;
+  rowEnd?: number;
+  targetRowBegin?: number;
+}
+
+/** A checked read of saved rows: where its bytes are in the data section, and the read. */
+export interface RowRead {
+  /** Its bytes are [begin, end) of the data section. */
+  begin: number;
+  end: number;
+  /** Reads them (loadTensorRows); with `digest`, adds them to it as they land. */
+  run(digest?: NativeSha256): Promise<void>;
+}
+
+/** loadTensorRows' checks (throwing an Error naming the tensor), and the read to run. */
+export function planRowRead(file: string, header: CheckpointHeader, name: string, target: NativeTensorHandle, options: RowReadOptions = {}): RowRead {
   const where = `loadTensorRows: tensor ${JSON.stringify(name)} of ${file}`;
   const entry = header.entries.get(name);
   if (!entry) throw new Error(`${where}: the checkpoint has no such tensor`);
@@ -418,7 +430,43 @@ export async function loadTensorRows(
     throw new Error(`${where}: ${count} rows from targetRowBegin ${targetRowBegin} do not fit the target's ${into.rows} rows`);
   }
   const rowBytes = saved.width * DTYPES[entry.dtype].itemSize;
-  await native.tensorReadRows(target, targetRowBegin, targetRowBegin + count, file, header.dataStart + entry.begin + rowBegin * rowBytes);
+  const begin = entry.begin + rowBegin * rowBytes;
+  return {
+    begin,
+    end: begin + count * rowBytes,
+    run: (digest) => native.tensorReadRows(target, targetRowBegin, targetRowBegin + count, file, header.dataStart + begin, digest),
+  };
+}
+
+/**
+ * The validated header of one checkpoint file, and its SHA-256 started on the bytes
+ * before the data (the digest read as zeros): add the data in order, then checkFileDigest.
+ */
+export async function startFileDigest(file: string): Promise<{ header: CheckpointHeader; digest: FileDigest }> {
+  assertLittleEndian();
+  const fh = await fsp.open(file, 'r');
+  try {
+    const { header, raw } = await readHeaderAndBytes(fh, file);
+    return { header, digest: hasherOverHeader(raw) };
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Adds bytes [begin, end) of the data section of `file` to `digest` (read off the JS thread when native). */
+export async function hashDataRange(file: string, header: CheckpointHeader, digest: FileDigest, begin: number, end: number): Promise<void> {
+  if (end <= begin) return;
+  const fh = await fsp.open(file, 'r');
+  try {
+    await hashFileBytes(fh, file, header.dataStart + begin, end - begin, digest, failureIn(file));
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Throws an Error naming the file when `digest` (over the whole file) is not the one its header records. */
+export function checkFileDigest(file: string, header: CheckpointHeader, digest: FileDigest): void {
+  checkDigest(digest.hex(), header, failureIn(file));
 }
 
 /**

@@ -3,8 +3,9 @@
 // table's logical shape), and is read into a whole tensor or into the shard a rank of any
 // world size holds (rows x with x floormod W' = rank, at x floordiv W'): a checkpoint
 // written by W ranks restores into W' ranks, or into one process, with the same logical
-// tables. Opening one verifies every file it needs (SHA-256 over each whole file) and that
-// the shards are the ones the layout names, so nothing loads half.
+// tables. Opening one checks every file's header and that the shards are the ones the
+// layout names, then verifies each whole file (SHA-256), so nothing loads half; or, with
+// verifyWhileReading, hashes the files as the reads go and verifies at verified().
 //
 // The layout a job writes (model.ckpt-<step>.sharded.json), rank 0 once every shard is
 // durable:
@@ -17,19 +18,8 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { shardRows } from '../embedding/placement';
 import { native, NativeTensorHandle } from '../native';
-import {
-  checkpointItemSize,
-  CheckpointDType,
-  CheckpointHeader,
-  hostZeros,
-  isCheckpointDType,
-  isShardedLayoutName,
-  listCheckpoints,
-  loadTensorRows,
-  shardFileName,
-  sweepKilledSaves,
-  verifyCheckpoint,
-} from './checkpoint_file';
+import { checkpointItemSize, CheckpointDType, hostZeros, isCheckpointDType, isShardedLayoutName, listCheckpoints, shardFileName, sweepKilledSaves } from './checkpoint_file';
+import { VerifiedReads } from './verified_reads';
 
 /**
  * A delta checkpoint names its base (the file the manifest lists for it) in its metadata:
@@ -78,6 +68,21 @@ export interface CheckpointSource {
    * tensor's, or with `shard` that shard's rows of it.
    */
   read(name: string, target: NativeTensorHandle, shard?: ShardSpec): Promise<void>;
+  /**
+   * Resolves once every file of it matched its SHA-256 (at once, unless opened with
+   * verifyWhileReading); rejects with an Error naming the file otherwise.
+   */
+  verified(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /**
+   * Check only the headers when opening, and hash each file as it is read (one pass over
+   * it, not two): nothing read may be used until verified() resolves, and when it rejects
+   * everything read must be read again from another checkpoint. Default false: every
+   * file is verified before open resolves.
+   */
+  verifyWhileReading?: boolean;
 }
 
 export interface ShardedLayout {
@@ -93,9 +98,11 @@ export interface ShardedLayout {
 // Saved rows go through host memory in pieces of about this size when they are re-sharded.
 const RESHARD_CHUNK_BYTES = 64 * 1024 * 1024;
 
-/** Opens (and verifies) the checkpoint the manifest lists as `file`. */
-export async function openCheckpoint(file: string): Promise<CheckpointSource> {
-  return isShardedLayoutName(path.basename(file)) ? openSharded(file) : openSingle(file);
+/** Opens (and verifies, see OpenOptions) the checkpoint the manifest lists as `file`. */
+export async function openCheckpoint(file: string, options: OpenOptions = {}): Promise<CheckpointSource> {
+  const source = isShardedLayoutName(path.basename(file)) ? await openSharded(file) : await openSingle(file);
+  if (!options.verifyWhileReading) await source.verified();
+  return source;
 }
 
 /**
@@ -104,13 +111,13 @@ export async function openCheckpoint(file: string): Promise<CheckpointSource> {
  * when there are some and none opens (starting from scratch would train over the model).
  * Also removes the temp files of killed saves.
  */
-export async function latestCheckpointSource(modelDir: string): Promise<{ source: CheckpointSource; skipped: Array<{ path: string; error: string }> } | undefined> {
+export async function latestCheckpointSource(modelDir: string, options: OpenOptions = {}): Promise<{ source: CheckpointSource; skipped: Array<{ path: string; error: string }> } | undefined> {
   await sweepKilledSaves(modelDir);
   const listed = await listCheckpoints(modelDir);
   const skipped: Array<{ path: string; error: string }> = [];
   for (const candidate of listed.reverse()) {
     try {
-      return { source: await openCheckpoint(candidate.path), skipped };
+      return { source: await openCheckpoint(candidate.path, options), skipped };
     } catch (err) {
       skipped.push({ path: candidate.path, error: err instanceof Error ? err.message : String(err) });
     }
@@ -120,7 +127,8 @@ export async function latestCheckpointSource(modelDir: string): Promise<{ source
 }
 
 async function openSingle(file: string): Promise<CheckpointSource> {
-  const header = await verifyCheckpoint(file);
+  const reads = await VerifiedReads.open(file);
+  const { header } = reads;
   const entries = new Map<string, CheckpointTensorInfo>();
   for (const e of header.entries.values()) entries.set(e.name, { name: e.name, dtype: e.dtype, shape: e.shape, layout: 'whole' });
   return {
@@ -130,9 +138,10 @@ async function openSingle(file: string): Promise<CheckpointSource> {
     metadata: header.metadata,
     entries,
     read: async (name, target, shard) => {
-      if (!shard || shard.worldSize === 1) return readPart(file, header, name, target, { worldSize: 1, rank: 0 }, shard, entries);
-      await throughHost(target, (host) => readPart(file, header, name, host, { worldSize: 1, rank: 0 }, shard, entries));
+      if (!shard || shard.worldSize === 1) return readPart(reads, name, target, { worldSize: 1, rank: 0 }, shard, entries);
+      await throughHost(target, (host) => readPart(reads, name, host, { worldSize: 1, rank: 0 }, shard, entries));
     },
+    verified: () => reads.verified(),
   };
 }
 
@@ -161,23 +170,25 @@ async function openSharded(file: string): Promise<CheckpointSource> {
   const dir = path.dirname(file);
   checkLayout(layout, file);
   const W = layout.worldSize;
-  const headers: CheckpointHeader[] = [];
+  const files: VerifiedReads[] = [];
   for (let r = 0; r < W; r++) {
     const shard = layout.shards[r];
     const shardPath = path.join(dir, shard.file);
     const stat = await fsp.stat(shardPath).catch(() => undefined);
     if (!stat?.isFile()) throw new Error(`Checkpoint ${file}: shard ${r} of ${W} (${shard.file}) is missing`);
-    let header: CheckpointHeader;
+    let reads: VerifiedReads;
     try {
-      header = await verifyCheckpoint(shardPath);
+      reads = await VerifiedReads.open(shardPath);
     } catch (err) {
       throw new Error(`Checkpoint ${file}: shard ${r} of ${W} is corrupt: ${(err as Error).message}`);
     }
+    const { header } = reads;
     if (header.sha256 !== shard.sha256 || stat.size !== shard.bytes || header.globalStep !== layout.globalStep) {
       throw new Error(`Checkpoint ${file}: shard ${r} of ${W} (${shard.file}) is not the file the layout names (another save's?)`);
     }
-    headers.push(header);
+    files.push(reads);
   }
+  const headers = files.map((f) => f.header);
   // Everything the files hold is in the layout (nothing dropped from it), and rank 0's
   // file carries the layout's metadata (nothing edited in it).
   for (let r = 0; r < W; r++) {
@@ -235,22 +246,30 @@ async function openSharded(file: string): Promise<CheckpointSource> {
         const rows = concatRows.get(name)!;
         let at = 0;
         for (let r = 0; r < W; r++) {
-          if (rows[r] > 0) await loadTensorRows(path.join(dir, layout.shards[r].file), headers[r], name, target, { rowBegin: 0, rowEnd: rows[r], targetRowBegin: at });
+          if (rows[r] > 0) await files[r].loadRows(name, target, { rowBegin: 0, rowEnd: rows[r], targetRowBegin: at });
           at += rows[r];
         }
         return;
       }
       if (info.layout === 'whole') {
-        const file0 = path.join(dir, layout.shards[0].file);
-        if (!shard || shard.worldSize === 1) return readPart(file0, headers[0], name, target, whole, shard, entries);
-        return throughHost(target, (host) => readPart(file0, headers[0], name, host, whole, shard, entries));
+        if (!shard || shard.worldSize === 1) return readPart(files[0], name, target, whole, shard, entries);
+        return throughHost(target, (host) => readPart(files[0], name, host, whole, shard, entries));
       }
       // A shard of the same world reads its own file as it is; any other reads the rows
       // it needs out of every file.
-      if (shard && shard.worldSize === W) return readPart(path.join(dir, layout.shards[shard.rank].file), headers[shard.rank], name, target, shard, shard, entries);
+      if (shard && shard.worldSize === W) return readPart(files[shard.rank], name, target, shard, shard, entries);
       await throughHost(target, async (host) => {
-        for (let r = 0; r < W; r++) await readPart(path.join(dir, layout.shards[r].file), headers[r], name, host, { worldSize: W, rank: r }, shard, entries);
+        for (let r = 0; r < W; r++) await readPart(files[r], name, host, { worldSize: W, rank: r }, shard, entries);
       });
+    },
+    verified: async () => {
+      for (let r = 0; r < W; r++) {
+        try {
+          await files[r].verified();
+        } catch (err) {
+          throw new Error(`Checkpoint ${file}: shard ${r} of ${W} is corrupt: ${(err as Error).message}`);
+        }
+      }
     },
   };
 }
@@ -289,14 +308,14 @@ function checkLayout(layout: ShardedLayout, file: string): void {
  * tensor), into `target`: the whole tensor, or shard `wanted`'s rows of it.
  */
 async function readPart(
-  file: string,
-  header: CheckpointHeader,
+  reads: VerifiedReads,
   name: string,
   target: NativeTensorHandle,
   saved: ShardSpec,
   wanted: ShardSpec | undefined,
   entries: ReadonlyMap<string, CheckpointTensorInfo>,
 ): Promise<void> {
+  const { file, header } = reads;
   const info = entries.get(name);
   const entry = header.entries.get(name);
   if (!info || !entry) throw new Error(`Checkpoint ${file} has no '${name}'`);
@@ -307,7 +326,7 @@ async function readPart(
     const what = wanted && wanted.worldSize > 1 ? `rank ${wanted.rank} of ${wanted.worldSize}'s rows of it ([${expected}])` : `it whole ([${expected}])`;
     throw new Error(`Checkpoint ${file}: '${name}' is [${whole}] but the target is [${target.shape}], not ${what}`);
   }
-  if (saved.worldSize === into.worldSize && saved.rank === into.rank) return loadTensorRows(file, header, name, target);
+  if (saved.worldSize === into.worldSize && saved.rank === into.rank) return reads.loadRows(name, target);
   // Rows re-sharded through host memory, a piece at a time.
   const rows = entry.shape[0];
   const width = entry.shape.slice(1).reduce((a, b) => a * b, 1);
@@ -316,7 +335,7 @@ async function readPart(
     const count = Math.min(chunk, rows - begin);
     const shape = [count, ...entry.shape.slice(1)];
     const piece = hostZeros(entry.dtype, shape);
-    await loadTensorRows(file, header, name, piece, { rowBegin: begin, rowEnd: begin + count });
+    await reads.loadRows(name, piece, { rowBegin: begin, rowEnd: begin + count });
     await native.kernelRun('reshard_rows', [piece], [target], {
       fromWorld: saved.worldSize,
       fromRank: saved.rank,

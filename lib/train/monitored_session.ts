@@ -341,9 +341,10 @@ export class MonitoredSession {
 
   private async restore(graph: Graph): Promise<void> {
     const items = checkpointItemsOf(graph.store);
-    const checkpoint = await this.checkpoints!.fitting(items);
-    if (!checkpoint) return;
-    await this.checkpoints!.restore(checkpoint, items, new Set(items.flatMap((i) => i.names)));
+    const fitting = await this.checkpoints!.fitting(items);
+    if (!fitting) return;
+    // An older one than `fitting` when its data turns out corrupt as it is read.
+    const { checkpoint } = await this.checkpoints!.restore(fitting, items, new Set(items.flatMap((i) => i.names)));
     restoreOptimizerState(checkpoint.path, checkpoint.source.metadata.optimizer_state, this.optimizers(graph));
     this.step = checkpoint.source.globalStep;
     this.log(`restored ${checkpoint.path} (global step ${this.step})`);

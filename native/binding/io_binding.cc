@@ -123,13 +123,16 @@ Napi::Value tensorWriteRows(const Napi::CallbackInfo& info) {
       [written](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, double(*written)); }));
 }
 
-// tensorReadRows(tensor, rowBegin, rowEnd, path, position) -> Promise<void>: overwrites
-// the rows in place, queued on the tensor's device like any update of it.
+// tensorReadRows(tensor, rowBegin, rowEnd, path, position, digest?) -> Promise<void>:
+// overwrites the rows in place, queued on the tensor's device like any update of it; the
+// bytes read are added to `digest` as they land (a restore verifies while it loads).
 Napi::Value tensorReadRows(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const RowRange r = rowRangeArguments(info);
+  std::shared_ptr<Sha256> digest;
+  if (!info[5].IsUndefined() && !info[5].IsNull()) digest = unwrapDigest(info[5], "tensorReadRows: digest");
   return schedule(env, r.tensor.device(), makeTask(
-      [r] { readTensorRows(r.tensor, r.rowBegin, r.rowEnd, r.path, r.position); },
+      [r, digest] { readTensorRows(r.tensor, r.rowBegin, r.rowEnd, r.path, r.position, digest.get()); },
       [](Napi::Env env) -> Napi::Value { return env.Undefined(); }));
 }
 

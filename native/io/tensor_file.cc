@@ -22,6 +22,39 @@ constexpr uint64_t kSplitReadBytes = uint64_t(16) << 20;
 // Pieces below this are hashed on the calling thread: a thread for them costs more than it saves.
 constexpr size_t kSideThreadMinBytes = size_t(1) << 20;
 
+// Files are read and hashed in pieces of this size.
+constexpr uint64_t kHashPieceBytes = uint64_t(8) << 20;
+
+// Reads bytes [position, position + bytes) of `file` a piece at a time into
+// `destination(done)` (where the piece that starts `done` bytes in goes) and adds
+// each piece to `digest` in order: the next piece is read on this thread while a thread
+// beside it hashes the last (two destinations must not overlap).
+template <typename Destination>
+void readAndHashPieces(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& digest,
+                       const Destination& destination) {
+  size_t count = size_t(std::min<uint64_t>(bytes, kHashPieceBytes));
+  if (count == 0) return;
+  char* current = destination(0);
+  file.readAt(current, count, position);
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t next = done + count;
+    const size_t nextCount = size_t(std::min<uint64_t>(bytes - next, kHashPieceBytes));
+    char* following = nextCount > 0 ? destination(next) : nullptr;
+    const auto readNext = [&] { if (nextCount > 0) file.readAt(following, nextCount, position + next); };
+    const auto hashThis = [&] { digest.update(current, count); };
+    // A last or small piece is hashed here, after the read.
+    if (nextCount == 0 || count < kSideThreadMinBytes) {
+      readNext();
+      hashThis();
+    } else {
+      runWithSideThread(readNext, hashThis);
+    }
+    done = next;
+    current = following;
+    count = nextCount;
+  }
+}
+
 char* rowStart(const Tensor& tensor, const RowLayout& layout, int64_t row) {
   return static_cast<char*>(tensor.buffer->data()) + size_t(row) * layout.rowBytes;
 }
@@ -89,12 +122,18 @@ uint64_t writeTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd,
 }
 
 void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, const std::string& path,
-                    uint64_t position) {
+                    uint64_t position, Sha256* digest) {
   const uint64_t bytes = checkRowRange(tensor, rowBegin, rowEnd, position);
   const RowLayout layout = rowLayout(tensor);
   PosixFile file(path, PosixFile::Mode::Read);
   char* rows = rowStart(tensor, layout, rowBegin);
   if (!tensor.device().isCuda()) {
+    if (digest) {
+      // Straight into the rows, each piece hashed there (still in the caches) while the
+      // next is read: one pass over the file where a read after a verification took two.
+      readAndHashPieces(file, position, bytes, *digest, [rows](uint64_t done) { return rows + done; });
+      return;
+    }
     // Halves on two threads: one thread's copy out of the page cache (a restore's second
     // pass over a file its verification just read) runs at about half what two reach.
     if (bytes < kSplitReadBytes) {
@@ -112,37 +151,20 @@ void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, cons
   for (uint64_t done = 0; done < bytes;) {
     const size_t count = size_t(std::min<uint64_t>(bytes - done, stagingBytes));
     file.readAt(host, count, position + done);
+    if (digest) digest->update(host, count);
     copyBytes(rows + done, tensor.device(), host, Device::cpu(), count);
     done += count;
   }
 }
 
 void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& digest) {
-  constexpr size_t kPieceBytes = size_t(8) << 20;
-  const size_t pieceBytes = size_t(std::min<uint64_t>(bytes, kPieceBytes));
+  const size_t pieceBytes = size_t(std::min<uint64_t>(bytes, kHashPieceBytes));
   if (pieceBytes == 0) return;
-  // Two pieces: the next is read on this thread while a thread beside it hashes the last.
+  // Two pieces: the next is read into one while the last is hashed out of the other.
   std::shared_ptr<Buffer> pieces = Buffer::allocate(Device::cpu(), 2 * pieceBytes);
   char* piece[2] = {static_cast<char*>(pieces->data()), static_cast<char*>(pieces->data()) + pieceBytes};
-  size_t count = size_t(std::min<uint64_t>(bytes, pieceBytes));
-  file.readAt(piece[0], count, position);
-  for (uint64_t done = 0, k = 0; done < bytes; ++k) {
-    const uint64_t next = done + count;
-    const size_t nextCount = size_t(std::min<uint64_t>(bytes - next, pieceBytes));
-    char* current = piece[k % 2];
-    char* following = piece[(k + 1) % 2];
-    const auto readNext = [&] { if (nextCount > 0) file.readAt(following, nextCount, position + next); };
-    const auto hashThis = [&] { digest.update(current, count); };
-    // A last or small piece is hashed here, after the read.
-    if (nextCount == 0 || count < kSideThreadMinBytes) {
-      readNext();
-      hashThis();
-    } else {
-      runWithSideThread(readNext, hashThis);
-    }
-    done = next;
-    count = nextCount;
-  }
+  readAndHashPieces(file, position, bytes, digest,
+                    [&piece](uint64_t done) { return piece[(done / kHashPieceBytes) % 2]; });
 }
 
 }  // namespace hb
