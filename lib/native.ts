@@ -239,8 +239,11 @@ export interface NativeAddon {
 
   /** Whether the addon found OpenSSL's digest calls in this process (node's own), so that sha256New works. */
   sha256Available(): boolean;
-  /** A new SHA-256 digest (lib/io/file_digest.ts). */
-  sha256New(): NativeSha256;
+  /**
+   * A new digest (lib/io/file_digest.ts): one SHA-256 stream, or with `pieces` the SHA-256
+   * of the SHA-256s of 4 MiB pieces, hashed on the pool's threads side by side.
+   */
+  sha256New(pieces?: boolean): NativeSha256;
   /** Adds the bytes to the digest now, on this thread. */
   sha256Update(digest: NativeSha256, bytes: Uint8Array): void;
   /** The hex digest; the digest refuses bytes after it. */

@@ -55,6 +55,7 @@
       "native/io/file_stream_writer.cc",
       "native/io/posix_file.cc",
       "native/io/sha256.cc",
+      "native/io/piecewise_sha256.cc",
       "native/io/tensor_file.cc",
       "native/binding/addon.cc",
       "native/binding/arguments.cc",

@@ -1,4 +1,3 @@
-import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -16,6 +15,7 @@ import {
 import { openCheckpoint } from '../lib/io/checkpoint_source';
 import { VerifiedReads } from '../lib/io/verified_reads';
 import { native, NativeTensorHandle, TypedArray } from '../lib/native';
+import { checkpointDigest } from './support/checkpoint_digest';
 
 let dir: string;
 beforeEach(() => {
@@ -37,12 +37,9 @@ function readHeader(file: string): { headerLength: number; header: Record<string
   return { headerLength, header, data: bytes.subarray(8 + headerLength) };
 }
 
-/** The SHA-256 a checkpoint records: of the whole file, its own 64 hex digits read as zeros. */
+/** The digest a checkpoint records (test/support/checkpoint_digest.ts). */
 function fileDigest(file: string): string {
-  const bytes = fs.readFileSync(file);
-  const at = 8 + '{"__metadata__":{"sha256":"'.length;
-  bytes.fill('0'.charCodeAt(0), at, at + 64);
-  return createHash('sha256').update(bytes).digest('hex');
+  return checkpointDigest(fs.readFileSync(file));
 }
 
 function flipByte(file: string, position: number): void {
@@ -120,7 +117,7 @@ describe('checkpoint files', () => {
     expect(header.__metadata__).toEqual({
       model: 'wide_deep',
       global_step: '7',
-      format: 'hb-ts/2',
+      format: 'hb-ts/3',
       sha256: fileDigest(file),
     });
   });
@@ -465,8 +462,9 @@ describe('checkpoints of native tensors', () => {
 });
 
 describe('checkpoints verified as they are read (openCheckpoint with verifyWhileReading)', () => {
-  // In file order: the int64 tensor first, then the float32 ones as given. `big` spans
-  // three of the native read's 8 MiB pieces, so a piece is hashed beside the next's read.
+  // In file order: the int64 tensor first, then the float32 ones as given. `big` (20 MiB)
+  // spans three of the native read's pieces on two threads (8 MiB; 4 MiB per thread, at
+  // most 64), so a piece is hashed beside the next one's read.
   const counts = BigInt64Array.from([3n, -(2n ** 62n), 5n, 7n]);
   const small = Float32Array.from({ length: 30 }, (_, i) => i - 7.5);
   const big = Float32Array.from({ length: 20 * 2 ** 18 }, (_, i) => Math.sin(i) * 1000);
@@ -554,7 +552,7 @@ describe('checkpoints verified as they are read (openCheckpoint with verifyWhile
     const { header, headerLength } = readHeader(file);
     const at = (name: string, offset: number) => 8 + headerLength + header[name].data_offsets[0] + offset;
     const cases: Array<[string, number, string[]]> = [
-      ['big, in its second 8 MiB piece, read in order', at('big', 9 * 2 ** 20 + 5), ['counts', 'small', 'big', 'mid']],
+      ['big, 9 MiB in, read in order', at('big', 9 * 2 ** 20 + 5), ['counts', 'small', 'big', 'mid']],
       ['mid, never read', at('mid', 17), ['counts', 'small', 'big']],
       ['small, read after mid', at('small', 3), ['mid', 'small']],
       ['counts, read first', at('counts', 0), ['counts']],

@@ -17,6 +17,8 @@ import {
   saveCheckpoint,
   verifyCheckpoint,
 } from '../lib/io/checkpoint_file';
+import { native } from '../lib/native';
+import { checkpointDigest, DIGEST_AT, DIGEST_PREFIX } from './support/checkpoint_digest';
 import { dataset, numDense, TRAIN } from './support/planted_data';
 
 const fc = hb.featureColumn;
@@ -31,9 +33,6 @@ afterEach(() => {
 });
 
 // The whole-file digest sits first in the header, at a fixed place, and is hashed as zeros.
-const DIGEST_PREFIX = '{"__metadata__":{"sha256":"';
-const DIGEST_AT = 8 + DIGEST_PREFIX.length;
-
 function headerOf(file: string): { header: Record<string, any>; headerLength: number; bytes: Buffer } {
   const bytes = fs.readFileSync(file);
   const headerLength = Number(bytes.readBigUInt64LE(0));
@@ -51,13 +50,11 @@ function editHeader(file: string, edit: (h: Record<string, any>) => void): void 
   fs.writeFileSync(file, Buffer.concat([bytes.subarray(0, 8), padded, bytes.subarray(8 + headerLength)]));
 }
 
-/** Records the file's correct whole-file sha256: a checkpoint that verifies, whatever it holds. */
-function resign(file: string): void {
+/** Records the file's correct digest (of `format`): a checkpoint that verifies, whatever it holds. */
+function resign(file: string, format: 'hb-ts/3' | 'hb-ts/2' = 'hb-ts/3'): void {
   const bytes = fs.readFileSync(file);
   expect(bytes.subarray(8, DIGEST_AT).toString('utf8')).toBe(DIGEST_PREFIX);
-  bytes.fill('0'.charCodeAt(0), DIGEST_AT, DIGEST_AT + 64);
-  const digest = createHash('sha256').update(bytes).digest('hex');
-  bytes.write(digest, DIGEST_AT, 'latin1');
+  bytes.write(checkpointDigest(bytes, format), DIGEST_AT, 'latin1');
   fs.writeFileSync(file, bytes);
 }
 
@@ -67,15 +64,57 @@ const pair = (): CheckpointTensor[] => [
 ];
 
 describe('1. the checksum covers the header as well as the data', () => {
-  test('the recorded sha256 is of the whole file, with its own 64 characters as zeros', async () => {
+  test('the recorded sha256 is of the whole file, with its own 64 characters as zeros, over 4 MiB pieces', async () => {
     const { path: file } = await saveCheckpoint(dir, 3, pair(), { metadata: { note: 'x' } });
     const { header, bytes } = headerOf(file);
-    expect(header.__metadata__.format).toBe('hb-ts/2');
+    expect(header.__metadata__.format).toBe('hb-ts/3');
     expect(bytes.subarray(8, DIGEST_AT).toString('utf8')).toBe(DIGEST_PREFIX);
+    expect(header.__metadata__.sha256).toBe(checkpointDigest(bytes));
+    expect(bytes.subarray(DIGEST_AT, DIGEST_AT + 64).toString('latin1')).toBe(header.__metadata__.sha256);
+    // One piece: the SHA-256 of the file's SHA-256.
     const blanked = Buffer.from(bytes);
     blanked.fill('0'.charCodeAt(0), DIGEST_AT, DIGEST_AT + 64);
-    expect(header.__metadata__.sha256).toBe(createHash('sha256').update(blanked).digest('hex'));
-    expect(bytes.subarray(DIGEST_AT, DIGEST_AT + 64).toString('latin1')).toBe(header.__metadata__.sha256);
+    expect(header.__metadata__.sha256).toBe(createHash('sha256').update(createHash('sha256').update(blanked).digest()).digest('hex'));
+  });
+
+  test('a file of 9.5 pieces records the digest of its pieces, whichever digest wrote it; a flipped byte in any piece is a mismatch', async () => {
+    const rows = 19 * 2 ** 15;
+    const values = Float32Array.from({ length: rows * 32 }, (_, i) => Math.tan(i));
+    const table = native.tensorFromTypedArray(values, [rows, 32], 'cpu');
+    const files: string[] = [];
+    for (const nativeDigest of [true, false]) {
+      if (!nativeDigest) process.env.HB_NATIVE_SHA256 = '0';
+      try {
+        const into = path.join(dir, nativeDigest ? 'native' : 'node');
+        files.push((await saveCheckpoint(into, 5, [...pair(), { name: 'table', dtype: 'float32', shape: [rows, 32], data: { tensor: table } }])).path);
+      } finally {
+        delete process.env.HB_NATIVE_SHA256;
+      }
+    }
+    const bytes = fs.readFileSync(files[0]);
+    expect(bytes.length).toBeGreaterThan(9.5 * 2 ** 22);
+    expect(bytes.equals(fs.readFileSync(files[1]))).toBe(true);
+    expect(headerOf(files[0]).header.__metadata__.sha256).toBe(checkpointDigest(bytes));
+    for (const at of [DIGEST_AT + 70, 2 ** 22 - 1, 2 ** 22, 5 * 2 ** 22 + 12345, bytes.length - 1]) {
+      const copy = path.join(dir, 'flipped', path.basename(files[0]));
+      fs.mkdirSync(path.dirname(copy), { recursive: true });
+      const flipped = Buffer.from(bytes);
+      flipped[at] ^= 0x01;
+      fs.writeFileSync(copy, flipped);
+      await expect(verifyCheckpoint(copy)).rejects.toThrow(/checksum mismatch|bad header/);
+    }
+    table.dispose();
+  });
+
+  test('a file of format hb-ts/2 (one SHA-256 stream over the file) still verifies and loads; signed the other way it is a mismatch', async () => {
+    const { path: file } = await saveCheckpoint(dir, 3, pair());
+    editHeader(file, (h) => (h.__metadata__.format = 'hb-ts/2'));
+    await expect(verifyCheckpoint(file)).rejects.toThrow(/checksum mismatch/);
+    resign(file, 'hb-ts/2');
+    expect((await verifyCheckpoint(file)).digestKind).toBe('stream');
+    expect(Array.from((await loadCheckpoint(file)).tensors.get('b')!.data as Float32Array)).toEqual([5, 6, 7, 8]);
+    resign(file, 'hb-ts/3');
+    await expect(verifyCheckpoint(file)).rejects.toThrow(/checksum mismatch/);
   });
 
   test('swapped tensor names are a checksum mismatch', async () => {

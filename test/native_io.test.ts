@@ -114,6 +114,44 @@ describe('SHA-256 beside the writes (sha256New, tensorWriteRows with a digest, f
     expect(native.sha256Hex(native.sha256New())).toBe(nodeSha(new Uint8Array(0)));
   });
 
+  test('sha256New(true): the SHA-256 of the SHA-256s of 4 MiB pieces, whatever the updates, on the JS thread and beside writes and reads', async () => {
+    const PIECE = 4 * 1024 * 1024;
+    const ofPieces = (bytes: Uint8Array) => {
+      const pieces: Buffer[] = [];
+      for (let at = 0; at < bytes.length; at += PIECE) pieces.push(createHash('sha256').update(bytes.subarray(at, at + PIECE)).digest());
+      return createHash('sha256').update(Buffer.concat(pieces)).digest('hex');
+    };
+    const bytes = randomBytes(3 * PIECE + 777);
+    // Updates inside one piece, across one boundary, ending on one, spanning whole pieces.
+    for (const cuts of [[], [1], [PIECE - 1, PIECE, PIECE + 1], [100, 2 * PIECE + 5], [PIECE, 2 * PIECE, 3 * PIECE]]) {
+      const digest = native.sha256New(true);
+      let at = 0;
+      for (const cut of [...cuts, bytes.length]) {
+        native.sha256Update(digest, bytes.subarray(at, cut));
+        at = cut;
+      }
+      expect(native.sha256Hex(digest)).toBe(ofPieces(bytes));
+    }
+    expect(native.sha256Hex(native.sha256New(true))).toBe(nodeSha(new Uint8Array(0)));
+    // Rows written, then read back, each hashed as they go, after a header of odd length.
+    const file = path.join(dir, 'pieces.bin');
+    const header = randomBytes(99);
+    fs.writeFileSync(file, header);
+    const values = Float32Array.from({ length: 5000 * 300 }, (_, i) => Math.cos(i));
+    const written = native.sha256New(true);
+    native.sha256Update(written, header);
+    await native.tensorWriteRows(owned(values, [5000, 300]), 0, 5000, file, header.length, written);
+    const expected = ofPieces(Buffer.concat([header, bytesOf(values)]));
+    expect(native.sha256Hex(written)).toBe(expected);
+    const read = native.sha256New(true);
+    native.sha256Update(read, header);
+    const back = owned(new Float32Array(values.length), [5000, 300]);
+    await native.tensorReadRows(back, 0, 5000, file, header.length, read);
+    expect(native.sha256Hex(read)).toBe(expected);
+    expect(bytesOf((await native.tensorData(back)) as Float32Array).equals(bytesOf(values))).toBe(true);
+    expect((await errorOf(() => native.sha256New('yes' as unknown as boolean))).message).toMatch(/^sha256New: pieces must be a boolean/);
+  });
+
   // A checkpoint's shape: a JS header of odd length, then rows of a tensor from an
   // unaligned offset (its middle pages direct, its ends through the page cache; over one
   // 8 MiB piece), then a small tensor (all through the page cache).

@@ -8,10 +8,12 @@
 // durable, so a crash at any moment leaves either the previous or the new state.
 //
 // Native tensors are streamed in row ranges by the addon (tensorWriteRows /
-// tensorReadRows), so a table never passes through the JS heap whole. One SHA-256 covers
+// tensorReadRows), so a table never passes through the JS heap whole. One digest covers
 // the whole file, header included, with the 64 characters that record it read as zeros: a
 // header is as much the model as the data (swapped names or offsets, an edited global step
-// or optimizer state would load silently otherwise). The header and typed arrays are hashed
+// or optimizer state would load silently otherwise). It is the SHA-256 of the SHA-256s of
+// the file's 4 MiB pieces (format hb-ts/3), hashed on every thread at once; files of
+// hb-ts/2, whose digest is one SHA-256 stream over the file, are still read. The header and typed arrays are hashed
 // as they are written, native rows by the addon as it writes them (lib/io/file_digest.ts:
 // OpenSSL's, found in the process), their page-aligned stretches written around the page
 // cache. Without the addon's digest, node's crypto hashes the rows read back in small
@@ -22,7 +24,7 @@ import type { FileHandle } from 'fs/promises';
 import * as os from 'os';
 import * as path from 'path';
 import { native, NativeSha256, NativeTensorHandle } from '../native';
-import { FileDigest, newFileDigest } from './file_digest';
+import { DigestKind, FileDigest, newFileDigest } from './file_digest';
 import { shownValue } from '../shown_value';
 
 export type CheckpointDType = 'float32' | 'float64' | 'int32' | 'int64';
@@ -86,6 +88,8 @@ export interface CheckpointHeader {
   dataLength: number;
   /** The file's SHA-256 (lowercase hex) as the writer recorded it, computed with these 64 characters as zeros. */
   sha256: string;
+  /** How that digest is taken: over 4 MiB pieces' digests (hb-ts/3), or one stream (hb-ts/2). */
+  digestKind: DigestKind;
 }
 
 export interface ValidCheckpoint {
@@ -105,7 +109,10 @@ const DTYPES: Record<CheckpointDType, { code: string; itemSize: number; array: T
 };
 const DTYPE_BY_CODE = new Map(Object.entries(DTYPES).map(([dtype, d]) => [d.code, dtype as CheckpointDType]));
 
-const FORMAT = 'hb-ts/2';
+const FORMAT = 'hb-ts/3';
+// Its digest is one SHA-256 stream over the file (FORMAT's is over 4 MiB pieces' digests,
+// lib/io/file_digest.ts): still read, verified its own way.
+const STREAM_DIGEST_FORMAT = 'hb-ts/2';
 // Its checksum covered the data only, so nothing can tell an edited header from a good
 // one: such files are refused rather than trusted.
 const DATA_ONLY_CHECKSUM_FORMAT = 'hb-ts/1';
@@ -327,7 +334,7 @@ export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
     // Each tensor gets its own freshly allocated array, read straight into: the memory is
     // aligned whatever the offsets, and no file-sized buffer is kept alive by views.
     // The entries tile the data in order (parseHeader checks), so this is file order.
-    const hasher = hasherOverHeader(raw);
+    const hasher = hasherOverHeader(raw, header.digestKind);
     const tensors = new Map<string, CheckpointTensor<TypedArray>>();
     for (const entry of header.entries.values()) {
       const { array, itemSize } = DTYPES[entry.dtype];
@@ -447,7 +454,7 @@ export async function startFileDigest(file: string): Promise<{ header: Checkpoin
   const fh = await fsp.open(file, 'r');
   try {
     const { header, raw } = await readHeaderAndBytes(fh, file);
-    return { header, digest: hasherOverHeader(raw) };
+    return { header, digest: hasherOverHeader(raw, header.digestKind) };
   } finally {
     await fh.close();
   }
@@ -637,7 +644,7 @@ async function writeSafetensors(
   // pass over the data.
   const placeholder = encodeHeader(layout, globalStep, userMetadata, BLANK_DIGEST);
   // One write at a time, in file order: the hasher must see the bytes in that order.
-  const hasher = newFileDigest();
+  const hasher = newFileDigest('pieces');
   await writeAll(fh, placeholder, 0, hasher);
   const dataStart = placeholder.length;
   for (const p of layout) {
@@ -723,10 +730,10 @@ function checkDigest(actual: string, header: CheckpointHeader, fail: Fail): void
 }
 
 /** A hash started on the file's first bytes (length and header), its digest read as zeros. */
-function hasherOverHeader(raw: Buffer): FileDigest {
+function hasherOverHeader(raw: Buffer, kind: DigestKind): FileDigest {
   const blanked = Buffer.from(raw);
   blanked.write(BLANK_DIGEST, DIGEST_AT, 'latin1');
-  const hasher = newFileDigest();
+  const hasher = newFileDigest(kind);
   hasher.update(blanked);
   return hasher;
 }
@@ -786,7 +793,7 @@ function parseHeader(bytes: Buffer, dataLength: number, fail: Fail): Omit<Checkp
         `names, shapes, offsets, global step or optimizer state cannot be detected and the file is not loaded; restore it with the hb-ts version that wrote it, or train in a new modelDir`,
     );
   }
-  if (strings.format !== FORMAT) fail(`bad header: format ${JSON.stringify(strings.format)} is not ${FORMAT}`);
+  if (strings.format !== FORMAT && strings.format !== STREAM_DIGEST_FORMAT) fail(`bad header: format ${JSON.stringify(strings.format)} is not ${FORMAT} (or ${STREAM_DIGEST_FORMAT})`);
   if (!/^(0|[1-9][0-9]*)$/.test(strings.global_step ?? '') || !Number.isSafeInteger(Number(strings.global_step))) {
     fail(`bad header: global_step ${JSON.stringify(strings.global_step)} is not a non-negative integer`);
   }
@@ -833,6 +840,7 @@ function parseHeader(bytes: Buffer, dataLength: number, fail: Fail): Omit<Checkp
     entries: new Map(entries.map((e) => [e.name, e])),
     globalStep: Number(strings.global_step),
     sha256: strings.sha256,
+    digestKind: strings.format === STREAM_DIGEST_FORMAT ? 'stream' : 'pieces',
     metadata: userMetadata,
   };
 }

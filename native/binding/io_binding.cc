@@ -10,6 +10,7 @@
 #include "native/binding/tagged_handle.h"
 #include "native/binding/tensor_handle.h"
 #include "native/core/status.h"
+#include "native/io/piecewise_sha256.h"
 #include "native/io/sha256.h"
 #include "native/io/tensor_file.h"
 
@@ -36,23 +37,33 @@ std::string pathArgument(const Napi::Value& value) {
 constexpr napi_type_tag kSha256Tag = {0x6862747353484132ULL, 0x3536646967657374ULL};
 
 // The digest inside a handle sha256New made; `argument` names it in errors.
-std::shared_ptr<Sha256> unwrapDigest(const Napi::Value& value, const char* argument) {
-  return *taggedHolder<Sha256>(value, kSha256Tag, argument, "a digest (sha256New's result)");
+std::shared_ptr<Digest> unwrapDigest(const Napi::Value& value, const char* argument) {
+  return *taggedHolder<Digest>(value, kSha256Tag, argument, "a digest (sha256New's result)");
 }
 
 // sha256Available() -> boolean: whether sha256New can be used here (else hash in JS).
 Napi::Value sha256Available(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), Sha256::available()); }
 
-// sha256New() -> a digest handle for sha256Update, tensorWriteRows, fileSha256Update, sha256Hex.
+// sha256New(pieces?: boolean) -> a digest handle for sha256Update, tensorWriteRows,
+// tensorReadRows, fileSha256Update, sha256Hex: one SHA-256 stream, or with `pieces` the
+// SHA-256 of the SHA-256s of 4 MiB pieces, hashed on the pool's threads side by side
+// (native/io/piecewise_sha256.h).
 Napi::Value sha256New(const Napi::CallbackInfo& info) {
-  return taggedHandle(info.Env(), std::make_shared<Sha256>(), kSha256Tag, "sha256New");
+  if (!info[0].IsUndefined() && !info[0].IsBoolean()) throw Napi::TypeError::New(info.Env(), "sha256New: pieces must be a boolean");
+  std::shared_ptr<Digest> digest;
+  if (info[0].IsBoolean() && info[0].As<Napi::Boolean>().Value()) {
+    digest = std::make_shared<PiecewiseSha256>();
+  } else {
+    digest = std::make_shared<Sha256>();
+  }
+  return taggedHandle(info.Env(), std::move(digest), kSha256Tag, "sha256New");
 }
 
 // sha256Update(digest, bytes: Uint8Array): adds the bytes now, on the JS thread (headers and
 // arrays that are in JS already; rows go through tensorWriteRows).
 Napi::Value sha256Update(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Sha256> digest = unwrapDigest(info[0], "sha256Update: digest");
+  std::shared_ptr<Digest> digest = unwrapDigest(info[0], "sha256Update: digest");
   if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
     throw Napi::TypeError::New(env, "sha256Update: bytes must be a Uint8Array");
   }
@@ -73,7 +84,7 @@ Napi::Value sha256Hex(const Napi::CallbackInfo& info) {
 // the caller closing its own early cannot point the task at another file.
 Napi::Value fileSha256Update(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Sha256> digest = unwrapDigest(info[0], "fileSha256Update: digest");
+  std::shared_ptr<Digest> digest = unwrapDigest(info[0], "fileSha256Update: digest");
   const uint64_t fd = indexArgument(info[1], "fd");
   HB_CHECK_CODE(fd <= uint64_t(INT32_MAX), OutOfRange, "fd must be a file descriptor, got ", fd);
   const std::string name = pathArgument(info[2]);
@@ -111,7 +122,7 @@ RowRange rowRangeArguments(const Napi::CallbackInfo& info) {
 Napi::Value tensorWriteRows(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const RowRange r = rowRangeArguments(info);
-  std::shared_ptr<Sha256> digest;
+  std::shared_ptr<Digest> digest;
   if (!info[5].IsUndefined() && !info[5].IsNull()) digest = unwrapDigest(info[5], "tensorWriteRows: digest");
   if (!info[6].IsUndefined() && !info[6].IsBoolean()) throw Napi::TypeError::New(env, "tensorWriteRows: direct must be a boolean");
   const bool direct = info[6].IsBoolean() && info[6].As<Napi::Boolean>().Value();
@@ -129,7 +140,7 @@ Napi::Value tensorWriteRows(const Napi::CallbackInfo& info) {
 Napi::Value tensorReadRows(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const RowRange r = rowRangeArguments(info);
-  std::shared_ptr<Sha256> digest;
+  std::shared_ptr<Digest> digest;
   if (!info[5].IsUndefined() && !info[5].IsNull()) digest = unwrapDigest(info[5], "tensorReadRows: digest");
   return schedule(env, r.tensor.device(), makeTask(
       [r, digest] { readTensorRows(r.tensor, r.rowBegin, r.rowEnd, r.path, r.position, digest.get()); },

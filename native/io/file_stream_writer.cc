@@ -26,7 +26,7 @@ constexpr size_t kSideThreadMinBytes = size_t(1) << 20;
 
 // write(piece) on this thread and digest->update(piece) beside it.
 template <typename Write>
-void writeWhileHashing(Sha256* digest, const char* hashed, size_t bytes, const Write& write) {
+void writeWhileHashing(Digest* digest, const char* hashed, size_t bytes, const Write& write) {
   if (digest == nullptr) {
     write();
   } else if (bytes < kSideThreadMinBytes) {
@@ -39,7 +39,7 @@ void writeWhileHashing(Sha256* digest, const char* hashed, size_t bytes, const W
 
 }  // namespace
 
-FileStreamWriter::FileStreamWriter(const std::string& path, Sha256* digest, bool direct)
+FileStreamWriter::FileStreamWriter(const std::string& path, Digest* digest, bool direct)
     : path_(path), buffered_(path, PosixFile::Mode::Write), digest_(digest), directWanted_(direct) {}
 
 FileStreamWriter::~FileStreamWriter() { std::free(bounce_); }

@@ -27,7 +27,7 @@ class FileStreamWriter {
  public:
   // `path` exists (it is neither created nor truncated). `digest` may be null. `direct`:
   // try O_DIRECT for page-aligned stretches (opened at the first one).
-  FileStreamWriter(const std::string& path, Sha256* digest, bool direct);
+  FileStreamWriter(const std::string& path, Digest* digest, bool direct);
   ~FileStreamWriter();
   FileStreamWriter(const FileStreamWriter&) = delete;
   FileStreamWriter& operator=(const FileStreamWriter&) = delete;
@@ -46,7 +46,7 @@ class FileStreamWriter {
   std::string path_;
   PosixFile buffered_;
   std::optional<PosixFile> direct_;
-  Sha256* digest_;
+  Digest* digest_;
   bool directWanted_;
   char* bounce_ = nullptr;
 };

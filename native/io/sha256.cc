@@ -82,13 +82,27 @@ void Sha256::update(const void* data, size_t bytes) {
   if (bytes > 0) HB_CHECK(evp().update(context_, data, bytes) == 1, "SHA-256: the digest update failed");
 }
 
-std::string Sha256::hexDigest() {
+void Sha256::finish(unsigned char out[32]) {
   std::lock_guard<std::mutex> lock(mutex_);
   HB_CHECK(!finished_, "SHA-256: the digest was already taken");
   finished_ = true;
-  unsigned char digest[32];
   unsigned int length = 0;
-  HB_CHECK(evp().final(context_, digest, &length) == 1 && length == 32, "SHA-256: the digest could not finish");
+  HB_CHECK(evp().final(context_, out, &length) == 1 && length == 32, "SHA-256: the digest could not finish");
+}
+
+std::string Sha256::hexDigest() {
+  unsigned char digest[32];
+  finish(digest);
+  return hexOf(digest);
+}
+
+void Sha256::of(const void* data, size_t bytes, unsigned char out[32]) {
+  Sha256 digest;
+  digest.update(data, bytes);
+  digest.finish(out);
+}
+
+std::string hexOf(const unsigned char digest[32]) {
   static const char kHex[] = "0123456789abcdef";
   std::string hex(64, '0');
   for (int i = 0; i < 32; ++i) {

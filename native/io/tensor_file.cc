@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "native/core/status.h"
+#include "native/core/thread_pool.h"
 #include "native/io/file_stream_writer.h"
 #include "native/io/posix_file.h"
 #include "native/io/sha256.h"
@@ -22,23 +23,27 @@ constexpr uint64_t kSplitReadBytes = uint64_t(16) << 20;
 // Pieces below this are hashed on the calling thread: a thread for them costs more than it saves.
 constexpr size_t kSideThreadMinBytes = size_t(1) << 20;
 
-// Files are read and hashed in pieces of this size.
-constexpr uint64_t kHashPieceBytes = uint64_t(8) << 20;
+// Files are read and hashed in pieces of 4 MiB per pool thread (8-64 MiB): a piecewise
+// digest (native/io/piecewise_sha256.h) hashes a piece's 4 MiB parts on every thread.
+uint64_t hashPieceBytes() {
+  return std::clamp<uint64_t>(uint64_t(threadPoolSize()) << 22, uint64_t(8) << 20, uint64_t(64) << 20);
+}
 
 // Reads bytes [position, position + bytes) of `file` a piece at a time into
 // `destination(done)` (where the piece that starts `done` bytes in goes) and adds
 // each piece to `digest` in order: the next piece is read on this thread while a thread
 // beside it hashes the last (two destinations must not overlap).
 template <typename Destination>
-void readAndHashPieces(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& digest,
+void readAndHashPieces(PosixFile& file, uint64_t position, uint64_t bytes, Digest& digest,
                        const Destination& destination) {
-  size_t count = size_t(std::min<uint64_t>(bytes, kHashPieceBytes));
+  const uint64_t pieceBytes = hashPieceBytes();
+  size_t count = size_t(std::min<uint64_t>(bytes, pieceBytes));
   if (count == 0) return;
   char* current = destination(0);
   file.readAt(current, count, position);
   for (uint64_t done = 0; done < bytes;) {
     const uint64_t next = done + count;
-    const size_t nextCount = size_t(std::min<uint64_t>(bytes - next, kHashPieceBytes));
+    const size_t nextCount = size_t(std::min<uint64_t>(bytes - next, pieceBytes));
     char* following = nextCount > 0 ? destination(next) : nullptr;
     const auto readNext = [&] { if (nextCount > 0) file.readAt(following, nextCount, position + next); };
     const auto hashThis = [&] { digest.update(current, count); };
@@ -95,7 +100,7 @@ uint64_t checkRowRange(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, u
 }
 
 uint64_t writeTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, const std::string& path,
-                         uint64_t position, Sha256* digest, bool direct) {
+                         uint64_t position, Digest* digest, bool direct) {
   const uint64_t bytes = checkRowRange(tensor, rowBegin, rowEnd, position);
   const RowLayout layout = rowLayout(tensor);
   FileStreamWriter file(path, digest, direct);
@@ -122,7 +127,7 @@ uint64_t writeTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd,
 }
 
 void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, const std::string& path,
-                    uint64_t position, Sha256* digest) {
+                    uint64_t position, Digest* digest) {
   const uint64_t bytes = checkRowRange(tensor, rowBegin, rowEnd, position);
   const RowLayout layout = rowLayout(tensor);
   PosixFile file(path, PosixFile::Mode::Read);
@@ -157,14 +162,15 @@ void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, cons
   }
 }
 
-void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& digest) {
-  const size_t pieceBytes = size_t(std::min<uint64_t>(bytes, kHashPieceBytes));
+void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Digest& digest) {
+  const uint64_t fullPiece = hashPieceBytes();
+  const size_t pieceBytes = size_t(std::min<uint64_t>(bytes, fullPiece));
   if (pieceBytes == 0) return;
   // Two pieces: the next is read into one while the last is hashed out of the other.
   std::shared_ptr<Buffer> pieces = Buffer::allocate(Device::cpu(), 2 * pieceBytes);
   char* piece[2] = {static_cast<char*>(pieces->data()), static_cast<char*>(pieces->data()) + pieceBytes};
   readAndHashPieces(file, position, bytes, digest,
-                    [&piece](uint64_t done) { return piece[(done / kHashPieceBytes) % 2]; });
+                    [&piece, fullPiece](uint64_t done) { return piece[(done / fullPiece) % 2]; });
 }
 
 }  // namespace hb

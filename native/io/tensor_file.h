@@ -34,15 +34,15 @@ uint64_t checkRowRange(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, u
 // `direct`: page-aligned stretches may bypass the page cache (native/io/file_stream_writer.h).
 // Returns the byte count.
 uint64_t writeTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, const std::string& path,
-                         uint64_t position, Sha256* digest = nullptr, bool direct = false);
+                         uint64_t position, Digest* digest = nullptr, bool direct = false);
 
 // Overwrites rows [rowBegin, rowEnd) of `tensor` with the bytes at `position` of `path`,
 // and adds them to `digest` when given (hashed as they land, not read twice).
 void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, const std::string& path,
-                    uint64_t position, Sha256* digest = nullptr);
+                    uint64_t position, Digest* digest = nullptr);
 
 // Adds bytes [position, position + bytes) of `file` to `digest` (reading the next piece
 // while the last is hashed). ErrorCode::Corrupt when the file is shorter.
-void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Sha256& digest);
+void hashFileRange(PosixFile& file, uint64_t position, uint64_t bytes, Digest& digest);
 
 }  // namespace hb

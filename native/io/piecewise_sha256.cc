@@ -1,0 +1,77 @@
+#include "native/io/piecewise_sha256.h"
+
+#include <algorithm>
+
+#include "native/core/status.h"
+#include "native/core/thread_pool.h"
+
+namespace hb {
+
+PiecewiseSha256::PiecewiseSha256() {
+  HB_CHECK(Sha256::available(), "SHA-256: this process has no OpenSSL digest calls to use");
+}
+
+void PiecewiseSha256::update(const void* data, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  HB_CHECK(!finished_, "SHA-256: the digest was already taken");
+  if (bytes == 0) return;
+  const char* at = static_cast<const char*>(data);
+  // The bytes split at piece boundaries: the end of the piece begun before (head), whole
+  // pieces, and the start of the next (tail). Each is its own hash, so all run at once.
+  const size_t head = filled_ > 0 ? std::min(bytes, kPieceBytes - filled_) : 0;
+  const bool headCloses = head > 0 && filled_ + head == kPieceBytes;
+  const size_t whole = (bytes - head) / kPieceBytes;
+  const size_t tail = bytes - head - whole * kPieceBytes;
+  const size_t firstSlot = pieces_.size();
+  pieces_.resize(firstSlot + 32 * ((headCloses ? 1 : 0) + whole));
+  unsigned char* slots = pieces_.data() + firstSlot;
+  unsigned char* wholeSlots = slots + (headCloses ? 32 : 0);
+  std::unique_ptr<Sha256> next = tail > 0 ? std::make_unique<Sha256>() : nullptr;
+  const char* wholeAt = at + head;
+  const char* tailAt = wholeAt + whole * kPieceBytes;
+  const int64_t headTasks = head > 0 ? 1 : 0;
+  const int64_t tasks = headTasks + int64_t(whole) + (tail > 0 ? 1 : 0);
+  try {
+    parallelForIfFree(tasks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t task = first; task < last; ++task) {
+        if (task < headTasks) {
+          current_->update(at, head);
+          if (headCloses) current_->finish(slots);
+        } else if (task < headTasks + int64_t(whole)) {
+          const size_t k = size_t(task - headTasks);
+          Sha256::of(wholeAt + k * kPieceBytes, kPieceBytes, wholeSlots + 32 * k);
+        } else {
+          next->update(tailAt, tail);
+        }
+      }
+    });
+  } catch (...) {
+    // Some pieces hashed, some not: nothing more can be added to this digest.
+    finished_ = true;
+    throw;
+  }
+  filled_ += head;
+  if (headCloses) {
+    current_.reset();
+    filled_ = 0;
+  }
+  if (tail > 0) {
+    current_ = std::move(next);
+    filled_ = tail;
+  }
+}
+
+std::string PiecewiseSha256::hexDigest() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  HB_CHECK(!finished_, "SHA-256: the digest was already taken");
+  finished_ = true;
+  if (filled_ > 0) {
+    pieces_.resize(pieces_.size() + 32);
+    current_->finish(pieces_.data() + pieces_.size() - 32);
+  }
+  unsigned char digest[32];
+  Sha256::of(pieces_.data(), pieces_.size(), digest);
+  return hexOf(digest);
+}
+
+}  // namespace hb
