@@ -313,6 +313,63 @@ describe('1. through the Estimator', () => {
     await expect(verifyCheckpoint(ckpt(10))).resolves.toBeDefined();
   });
 
+  test("an evaluator following a trainer reads a newer checkpoint found corrupt once, not before every evaluation, and keeps the older one's values", async () => {
+    await estimator().train(input, { steps: 5 });
+    const evaluator = estimator();
+    await evaluator.evaluate(input, { steps: 1 });
+    expect(evaluator.globalStep).toBe(5);
+    // Another process trains on in the same modelDir, and its newest checkpoint is damaged.
+    await estimator().train(input, { steps: 5 });
+    const good = fs.readFileSync(ckpt(10));
+    const bytes = Buffer.from(good);
+    bytes[bytes.length - 9] ^= 0x02;
+    fs.writeFileSync(ckpt(10), bytes);
+    const spy = jest.spyOn(native, 'tensorReadRows');
+    try {
+      const readsOfTen: number[] = [];
+      for (let k = 0; k < 3; k++) {
+        spy.mockClear();
+        await evaluator.evaluate(input, { steps: 1 });
+        readsOfTen.push(spy.mock.calls.filter((call) => call[3] === ckpt(10)).length);
+        expect(evaluator.globalStep).toBe(5);
+      }
+      expect(readsOfTen[0]).toBeGreaterThan(0);
+      expect(readsOfTen.slice(1)).toEqual([0, 0]);
+    } finally {
+      spy.mockRestore();
+    }
+    await expectVariablesFrom(evaluator, ckpt(5));
+    // Put back whole (a new file renamed over it, as a save does): it is read again, and restored.
+    fs.writeFileSync(path.join(dir, 'good'), good);
+    fs.renameSync(path.join(dir, 'good'), ckpt(10));
+    await evaluator.evaluate(input, { steps: 1 });
+    expect(evaluator.globalStep).toBe(10);
+    await expectVariablesFrom(evaluator, ckpt(10));
+  });
+
+  test('trainAndEvaluate every 5 steps to 10 from a corrupt checkpoint at 10: the restore goes back to 5, trains 5 steps and evaluates at 10 only', async () => {
+    await estimator().train(input, { steps: 10 });
+    const bytes = fs.readFileSync(ckpt(10));
+    bytes[bytes.length - 5] ^= 0x04;
+    fs.writeFileSync(ckpt(10), bytes);
+    const est = estimator();
+    // The header still opens: the step read before anything is built is 10.
+    expect(await est.restoreGlobalStep()).toBe(10);
+    const evaluatedAt: number[] = [];
+    const steps: number[] = [];
+    const evaluate = est.evaluate.bind(est);
+    est.evaluate = (...args: Parameters<typeof est.evaluate>) => (evaluatedAt.push(est.globalStep), evaluate(...args));
+    const result = await hb.estimator.trainAndEvaluate(
+      est,
+      new hb.estimator.TrainSpec({ inputFn: input, maxSteps: 10, hooks: [{ afterRun: ({ globalStep }) => void steps.push(globalStep) }] }),
+      new hb.estimator.EvalSpec({ inputFn: input, steps: 1 }),
+      { evalEveryNIter: 5 },
+    );
+    expect(steps).toEqual([6, 7, 8, 9, 10]);
+    expect(evaluatedAt).toEqual([10]);
+    expect(result.globalStep).toBe(10);
+  });
+
   test('when every checkpoint has a corrupt data byte nothing trains or is written, and a retry says so again', async () => {
     await estimator().train(input, { steps: 10 });
     for (const step of [5, 10]) {

@@ -10,7 +10,7 @@ import { native } from '../native';
 import * as data from '../data';
 import { Estimator } from '../estimator/estimator';
 import { RunConfig } from '../estimator/run_config';
-import { EvalSpec, TrainSpec } from '../estimator/specs';
+import { EvalSpec, TrainHook, TrainSpec } from '../estimator/specs';
 import { trainAndEvaluate } from '../estimator/train_and_evaluate';
 import { launch, LaunchOptions } from '../distribute/launch';
 import { context, isInitialized, shutdown } from '../distribute/process_group';
@@ -153,25 +153,27 @@ async function train(configFile: string | undefined): Promise<void> {
   const onWhat = W > 1 ? `${W} processes (batch ${config.batchSize} each) on ${estimator.device}` : estimator.device;
   const steps = run.maxSteps !== undefined ? `${run.maxSteps} steps` : 'until the input ends';
   say(`hb-ts train: ${run.what}, batch ${config.batchSize}, ${steps} on ${onWhat}, ${backend().threads} threads (${os.cpus()[0]?.model ?? 'cpu'})`);
-  // Steps restored from modelDir were trained by an earlier run: not counted in samples/s.
-  const restoredStep = await estimator.restoreGlobalStep();
+  // Steps restored from modelDir were trained by an earlier run: only this run's are
+  // counted in samples/s (the step restored is known once its files were read and verified).
+  let trained = 0;
+  const counting: TrainHook = { afterRun: () => void trained++ };
   const started = Date.now();
   let outcome: string;
   if (run.evalInput) {
     const result = await trainAndEvaluate(
       estimator,
-      new TrainSpec({ inputFn: run.trainInput, maxSteps: run.maxSteps }),
+      new TrainSpec({ inputFn: run.trainInput, maxSteps: run.maxSteps, hooks: [counting] }),
       new EvalSpec({ inputFn: run.evalInput, steps: run.evalSteps }),
       { evalEveryNIter: config.evalEveryNIter },
     );
     // The evaluation is over every rank's rows: one loss and AUC for the job.
     outcome = `eval loss ${result.loss.toFixed(5)}, eval AUC ${result.auc.toFixed(4)}`;
   } else {
-    await estimator.train(run.trainInput, { maxSteps: run.maxSteps });
+    await estimator.train(run.trainInput, { maxSteps: run.maxSteps, hooks: [counting] });
     outcome = 'no evalFiles, no evaluation';
   }
   const seconds = (Date.now() - started) / 1000;
-  const trained = estimator.globalStep - restoredStep;
+  const restoredStep = estimator.globalStep - trained;
   const resumed = restoredStep > 0 ? ` (resumed at step ${restoredStep})` : '';
   // How the ranks exchanged: shared memory on one machine, else Gloo's TCP (or NCCL).
   const transport = W > 1 && isInitialized() ? { shm: 'shared memory', tcp: "Gloo's TCP", nccl: 'NCCL', local: 'no exchange' }[stats().transport] : undefined;

@@ -324,27 +324,30 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
    */
   async restoreDynamic(source: CheckpointSource, only?: ReadonlySet<string>, delta = false): Promise<string[]> {
     const t = this.name;
+    const got: Array<{ dispose(): void } | null> = [];
     const read = async (name: string) => {
       const entry = source.entries.get(name);
       if (!entry) return null;
       const host = hostZeros(entry.dtype, entry.shape);
+      got.push(host);
       await source.read(name, host);
       return host;
     };
     const needed = [t, `${t}/ids`, `${t}/meta`];
     for (const name of needed) if (!source.entries.has(name)) throw new Error(`checkpoint ${source.path} has no '${name}'`);
-    const got: Array<{ dispose(): void } | null> = [];
     try {
-      const values = (await read(t))!;
+      // In the file's order (its int64 tensors first, then the values and slots), so the
+      // restore hashes the file as it reads it, in one pass.
       const ids = (await read(`${t}/ids`))!;
       const meta = (await read(`${t}/meta`))!;
       const pendingIds = await read(`${t}/pending_ids`);
       const pendingMeta = await read(`${t}/pending_meta`);
       const removedIds = delta ? await read(`${t}/removed_ids`) : null;
       if (delta && !removedIds) throw new Error(`checkpoint ${source.path} is a delta but has no '${t}/removed_ids'`);
+      const values = (await read(t))!;
       const slotNames = [...this.slotVariables.keys()];
-      const slots = await Promise.all(slotNames.map((n) => (only && !only.has(n) ? null : read(n))));
-      got.push(values, ids, meta, pendingIds, pendingMeta, removedIds, ...slots);
+      const slots: Array<ReturnType<typeof hostZeros> | null> = [];
+      for (const n of slotNames) slots.push(only && !only.has(n) ? null : await read(n));
       const { worldSize, rank } = this.placement;
       const saved = { ids, values, meta, slots, pendingIds: pendingIds ?? undefined, pendingMeta: pendingMeta ?? undefined, removedIds: removedIds ?? undefined };
       await native.dynamicTableRestore(this.id, saved, !delta, worldSize, rank);

@@ -11,6 +11,7 @@
 // them in a layout once every rank's file is durable (Paddle's "each server saves its own
 // part"). Any checkpoint restores at any world size: tables are described whole and each
 // rank reads the rows it holds (lib/io/checkpoint_source.ts).
+import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { allgather, allreduce } from '../distribute/collectives';
 import { DynamicEmbeddingTable } from '../embedding/dynamic_table';
@@ -164,7 +165,7 @@ export function restoreOptimizerState(file: string, saved: string | undefined, o
   optimizers.forEach((optimizer, i) => optimizer.restoreScalarState(state[i]));
 }
 
-/** A checkpoint opened (verified) to restore from, with the newer ones refused on the way. */
+/** A checkpoint opened (its headers verified; its data as restore() reads it) to restore from, with the newer ones refused on the way. */
 export interface OpenedCheckpoint {
   path: string;
   source: CheckpointSource;
@@ -178,19 +179,37 @@ export interface OpenedCheckpoint {
 
 type Skipped = OpenedCheckpoint['skipped'];
 
-// Checkpoints are opened on their headers and verified as a restore reads them (one pass
-// over each file): restore() refuses one whose data does not match and reads another.
-const OPEN = { verifyWhileReading: true };
+/** What tells a file from another of the same name written since (rename replaces the inode). */
+async function fileIdentity(file: string): Promise<string> {
+  const stat = await fsp.stat(file, { bigint: true }).catch(() => undefined);
+  return stat ? `${stat.ino}:${stat.size}:${stat.mtimeNs}` : '';
+}
 
 export class CheckpointManager {
   private chosen?: OpenedCheckpoint | null;
   /** The last full checkpoint written or restored (the base of the next delta), by file name. */
   private base?: { globalStep: number; file: string };
+  /**
+   * Files (a checkpoint, a delta's base) a restore found corrupt, by path, with the file's
+   * identity then and why: refused when opened again (an evaluator looking for newer
+   * checkpoints would read one in full before each evaluation), unless rewritten since.
+   */
+  private readonly corrupt = new Map<string, { identity: string; error: string }>();
 
   constructor(
     readonly modelDir: string,
     private readonly options: { keepMax: number; log: (line: string) => void },
   ) {}
+
+  /**
+   * Opens a checkpoint on its headers: its data is verified as restore() reads it (one
+   * pass over each file), and one found corrupt there is refused and another read.
+   */
+  private async open(file: string): Promise<CheckpointSource> {
+    const known = this.corrupt.get(file);
+    if (known && known.identity === (await fileIdentity(file))) throw new Error(known.error);
+    return openCheckpoint(file, { verifyWhileReading: true });
+  }
 
   /**
    * The newest checkpoint that opens (its headers verified; its data is verified as
@@ -201,7 +220,7 @@ export class CheckpointManager {
    */
   async latest(): Promise<OpenedCheckpoint | undefined> {
     if (this.chosen === undefined) {
-      const found = await latestCheckpointSource(this.modelDir, OPEN);
+      const found = await latestCheckpointSource(this.modelDir, (file) => this.open(file));
       this.logRefused(found?.skipped ?? []);
       const newest = found ? { path: found.source.path, source: found.source, skipped: found.skipped } : undefined;
       this.chosen = (newest && (await this.withBase(newest))) ?? null;
@@ -234,7 +253,7 @@ export class CheckpointManager {
       if (baseFile === undefined) return candidate;
       try {
         if (path.basename(baseFile) !== baseFile) throw new Error(`its base '${baseFile}' is not a file name`);
-        const base = await openCheckpoint(path.join(this.modelDir, baseFile), OPEN);
+        const base = await this.open(path.join(this.modelDir, baseFile));
         if (deltaBaseOf(base) !== undefined) throw new Error(`its base ${baseFile} is a delta itself`);
         if (base.globalStep >= candidate.source.globalStep) throw new Error(`its base ${baseFile} is not older than it`);
         return { ...candidate, base };
@@ -253,7 +272,7 @@ export class CheckpointManager {
 
   /**
    * The checkpoint to restore `items` from: latest() when it holds each of their tensors
-   * with the dtype and shape the model has, else the newest older one that verifies and
+   * with the dtype and shape the model has, else the newest older one that opens and
    * does; one that does not fit is refused, logged and listed in `skipped` as a corrupt
    * one is (an edited header that was re-signed, a file of another model). Throws when
    * none fits, and when the checkpoint lacks tensors the model has: restoring it would
@@ -311,6 +330,7 @@ export class CheckpointManager {
         this.base = { globalStep: full.globalStep, file: path.basename(full.path) };
         return { checkpoint, read: outcome.read };
       }
+      this.corrupt.set(outcome.file, { identity: outcome.identity, error: outcome.error });
       const refused = { path: checkpoint.path, error: outcome.refused };
       checkpoint.skipped.push(refused);
       this.logRefused([refused]);
@@ -330,8 +350,15 @@ export class CheckpointManager {
     }
   }
 
-  /** The names read, or why the checkpoint is refused: a file whose data does not match its SHA-256. */
-  private async readVerified(checkpoint: OpenedCheckpoint, items: CheckpointItem[], wanted: ReadonlySet<string>): Promise<{ read: string[] } | { refused: string }> {
+  /**
+   * The names read, or why the checkpoint is refused: a file (its own, or its base) whose
+   * data does not match its digest, with that file's identity and error.
+   */
+  private async readVerified(
+    checkpoint: OpenedCheckpoint,
+    items: CheckpointItem[],
+    wanted: ReadonlySet<string>,
+  ): Promise<{ read: string[] } | { refused: string; file: string; identity: string; error: string }> {
     const { base, source } = checkpoint;
     const read: string[] = [];
     let failure: { error: unknown } | undefined;
@@ -348,7 +375,8 @@ export class CheckpointManager {
         await file.verified();
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
-        return { refused: file === base ? `Checkpoint ${checkpoint.path} is a delta whose base cannot be used: ${why}` : why };
+        const refused = file === base ? `Checkpoint ${checkpoint.path} is a delta whose base cannot be used: ${why}` : why;
+        return { refused, file: file.path, identity: await fileIdentity(file.path), error: why };
       }
     }
     if (failure) throw failure.error;
@@ -461,7 +489,7 @@ export class CheckpointManager {
     const listed = (await listCheckpoints(this.modelDir)).map((c) => c.path);
     for (let i = listed.indexOf(file) - 1; i >= 0; i--) {
       try {
-        return { path: listed[i], source: await openCheckpoint(listed[i], OPEN), skipped };
+        return { path: listed[i], source: await this.open(listed[i]), skipped };
       } catch (err) {
         const refused = { path: listed[i], error: err instanceof Error ? err.message : String(err) };
         skipped.push(refused);

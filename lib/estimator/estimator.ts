@@ -311,6 +311,7 @@ export class Estimator {
    * `maxSteps`. Saves checkpoints as the RunConfig says and at the end.
    */
   async train(inputFn: InputFn, options: { maxSteps?: number; steps?: number; hooks?: TrainHook[] } = {}): Promise<this> {
+    if (options?.maxSteps !== undefined && options.steps !== undefined) throw new Error('train: give steps or maxSteps, not both (as TF)');
     const batches = batchesOf(inputFn, 'train');
     try {
       await this.trainOn(batches, options);
@@ -347,7 +348,9 @@ export class Estimator {
 
   /**
    * @internal Trains from an iterator of batches. Says why it stopped; when a hook stopped
-   * it, the batch already read for the next step comes back as `leftover`.
+   * it, the batch already read for the next step comes back as `leftover`. With both
+   * `steps` and `maxSteps`, it stops at whichever comes first, counted from the step the
+   * restore settles on (a corrupt checkpoint found as it is read moves it back).
    */
   async trainOn(
     batches: AsyncIterator<Batch>,
@@ -360,7 +363,6 @@ export class Estimator {
         throw typeof v === 'number' ? new RangeError(message) : new TypeError(message);
       }
     }
-    if (maxSteps !== undefined && steps !== undefined) throw new Error('train: give steps or maxSteps, not both (as TF)');
     await this.joinJob();
     const first = await batches.next();
     if (first.done) {

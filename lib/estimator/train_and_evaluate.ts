@@ -55,9 +55,10 @@ export async function trainAndEvaluate(
           return now - lastEval >= evalSpec.throttleSecs * 1000 && now - started >= evalSpec.startDelaySecs * 1000;
         };
         const stop = await estimator.trainOn(batches, {
-          maxSteps: every === undefined ? trainSpec.maxSteps : undefined,
-          // None when a restored step is already past maxSteps (a finished job rerun).
-          steps: every === undefined ? undefined : Math.max(0, Math.min(every, (trainSpec.maxSteps ?? Infinity) - estimator.globalStep)),
+          // `every` more steps, up to maxSteps, counted once the restore has settled the
+          // step (none when a restored step is already past maxSteps: a finished job rerun).
+          maxSteps: trainSpec.maxSteps,
+          steps: every,
           hooks: trainSpec.hooks,
           evaluateWhen,
         });

@@ -106,18 +106,21 @@ export async function openCheckpoint(file: string, options: OpenOptions = {}): P
 }
 
 /**
- * The newest checkpoint of modelDir that opens, falling back to older ones; `skipped`
- * lists the refused ones, newest first, with why. undefined when there is none; throws
+ * The newest checkpoint of modelDir that opens (with `open`, by default openCheckpoint,
+ * verified), falling back to older ones; `skipped` lists the refused ones, newest first, with why. undefined when there is none; throws
  * when there are some and none opens (starting from scratch would train over the model).
  * Also removes the temp files of killed saves.
  */
-export async function latestCheckpointSource(modelDir: string, options: OpenOptions = {}): Promise<{ source: CheckpointSource; skipped: Array<{ path: string; error: string }> } | undefined> {
+export async function latestCheckpointSource(
+  modelDir: string,
+  open: (file: string) => Promise<CheckpointSource> = openCheckpoint,
+): Promise<{ source: CheckpointSource; skipped: Array<{ path: string; error: string }> } | undefined> {
   await sweepKilledSaves(modelDir);
   const listed = await listCheckpoints(modelDir);
   const skipped: Array<{ path: string; error: string }> = [];
   for (const candidate of listed.reverse()) {
     try {
-      return { source: await openCheckpoint(candidate.path, options), skipped };
+      return { source: await open(candidate.path), skipped };
     } catch (err) {
       skipped.push({ path: candidate.path, error: err instanceof Error ? err.message : String(err) });
     }

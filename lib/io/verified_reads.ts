@@ -2,9 +2,10 @@
 // file (SHA-256, one stream on one core) and then read it again into the tables: where
 // the disk or the hash is the bound, that is half the rate a single read reaches. Here a
 // read that starts where the hashed bytes end adds its bytes to the file's digest as they
-// land in the target (natively, beside the thread that reads the next piece), a read
-// that starts further on first hashes the bytes it skips, and verified() hashes what no
-// read covered and compares the digest with the one the header records.
+// land in the target (natively: on the host beside the thread that reads the next piece,
+// for a GPU tensor in its staging buffer), a read that starts further on first hashes the
+// bytes it skips (read twice, then: tables restore in the file's order to avoid it), and
+// verified() hashes what no read covered and compares the digest with the header's.
 //
 // The values land before they are verified: a caller reading this way uses nothing it
 // read (trains, saves, serves) until verified() resolves, and when it rejects reads every

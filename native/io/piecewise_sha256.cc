@@ -11,9 +11,14 @@ PiecewiseSha256::PiecewiseSha256() {
   HB_CHECK(Sha256::available(), "SHA-256: this process has no OpenSSL digest calls to use");
 }
 
+void PiecewiseSha256::checkUsable() const {
+  HB_CHECK(!broken_, "SHA-256: an earlier update of this digest failed, so it cannot be taken");
+  HB_CHECK(!finished_, "SHA-256: the digest was already taken");
+}
+
 void PiecewiseSha256::update(const void* data, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  HB_CHECK(!finished_, "SHA-256: the digest was already taken");
+  checkUsable();
   if (bytes == 0) return;
   const char* at = static_cast<const char*>(data);
   // The bytes split at piece boundaries: the end of the piece begun before (head), whole
@@ -22,16 +27,17 @@ void PiecewiseSha256::update(const void* data, size_t bytes) {
   const bool headCloses = head > 0 && filled_ + head == kPieceBytes;
   const size_t whole = (bytes - head) / kPieceBytes;
   const size_t tail = bytes - head - whole * kPieceBytes;
-  const size_t firstSlot = pieces_.size();
-  pieces_.resize(firstSlot + 32 * ((headCloses ? 1 : 0) + whole));
-  unsigned char* slots = pieces_.data() + firstSlot;
-  unsigned char* wholeSlots = slots + (headCloses ? 32 : 0);
-  std::unique_ptr<Sha256> next = tail > 0 ? std::make_unique<Sha256>() : nullptr;
   const char* wholeAt = at + head;
   const char* tailAt = wholeAt + whole * kPieceBytes;
   const int64_t headTasks = head > 0 ? 1 : 0;
   const int64_t tasks = headTasks + int64_t(whole) + (tail > 0 ? 1 : 0);
+  std::unique_ptr<Sha256> next;
   try {
+    const size_t firstSlot = pieces_.size();
+    pieces_.resize(firstSlot + 32 * ((headCloses ? 1 : 0) + whole));
+    unsigned char* slots = pieces_.data() + firstSlot;
+    unsigned char* wholeSlots = slots + (headCloses ? 32 : 0);
+    if (tail > 0) next = std::make_unique<Sha256>();
     parallelForIfFree(tasks, 1, [&](int64_t first, int64_t last) {
       for (int64_t task = first; task < last; ++task) {
         if (task < headTasks) {
@@ -47,7 +53,7 @@ void PiecewiseSha256::update(const void* data, size_t bytes) {
     });
   } catch (...) {
     // Some pieces hashed, some not: nothing more can be added to this digest.
-    finished_ = true;
+    broken_ = true;
     throw;
   }
   filled_ += head;
@@ -63,7 +69,7 @@ void PiecewiseSha256::update(const void* data, size_t bytes) {
 
 std::string PiecewiseSha256::hexDigest() {
   std::lock_guard<std::mutex> lock(mutex_);
-  HB_CHECK(!finished_, "SHA-256: the digest was already taken");
+  checkUsable();
   finished_ = true;
   if (filled_ > 0) {
     pieces_.resize(pieces_.size() + 32);

@@ -31,6 +31,10 @@ class PiecewiseSha256 : public Digest {
   // 32 bytes per finished piece, in file order.
   std::vector<unsigned char> pieces_;
   bool finished_ = false;
+  // An update failed part way: some of its pieces were hashed, some not.
+  bool broken_ = false;
+
+  void checkUsable() const;
 };
 
 }  // namespace hb
