@@ -3,13 +3,61 @@
 // (kill -9 of a child that is training) and then restored. Half the trained ones are
 // first rewritten as a job's checkpoint (shards and a layout, as W ranks would write
 // them), so restoring one re-shards it, and the layout is a file to corrupt too. Either a
-// valid checkpoint loads or an Error says why: never a crash, never a hang.
+// valid checkpoint loads or an Error says why: never a crash, never a hang. And each file
+// verified before any read (openCheckpoint) and verified as it is read, whole, in a random
+// order (verifyWhileReading, as the Estimator restores) must get the same verdict.
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { estimator, input } = require('../model');
 const files = require(path.join(__dirname, '..', '..', 'dist', 'io', 'checkpoint_file.js'));
+const { openCheckpoint } = require(path.join(__dirname, '..', '..', 'dist', 'io', 'checkpoint_source.js'));
+
+// A broken promise (the two verifications disagree): reported by the runner as a finding.
+function violation(message) {
+  const error = new Error(`checkpoint invariant: ${message}`);
+  error.code = 'HB_ERR_INTERNAL';
+  return error;
+}
+
+// Verified up front (a single file also by verifyCheckpoint, which shares no code with the
+// reads' hashing), and verified while some tensors are read in a random order: the same
+// verdict, and a good file's reads never fail.
+async function verifiedBothWays(r, file) {
+  const single = file.endsWith('.safetensors') ? files.verifyCheckpoint(file) : Promise.resolve();
+  const upFront = await Promise.all([openCheckpoint(file), single]).then(() => undefined, (error) => error);
+  let source;
+  try {
+    source = await openCheckpoint(file, { verifyWhileReading: true });
+  } catch (error) {
+    if (!upFront) throw violation(`${file} verifies, but its headers do not open: ${error.message}`);
+    return;
+  }
+  const names = [...source.entries.keys()];
+  for (let i = names.length - 1; i > 0; i--) {
+    const j = r.int(0, i);
+    [names[i], names[j]] = [names[j], names[i]];
+  }
+  const targets = [];
+  let readFailure;
+  try {
+    for (const name of names.slice(0, r.int(0, names.length))) {
+      const info = source.entries.get(name);
+      const target = files.hostZeros(info.dtype, info.shape);
+      targets.push(target);
+      await source.read(name, target);
+    }
+  } catch (error) {
+    readFailure = error;
+  }
+  const whileReading = await source.verified().then(() => undefined, (error) => error);
+  for (const t of targets) t.dispose();
+  if (!upFront !== !whileReading) {
+    throw violation(`${file}: verified up front it is ${upFront ? `refused (${upFront.message})` : 'good'}, verified while read ${whileReading ? `refused (${whileReading.message})` : 'good'}`);
+  }
+  if (!upFront && readFailure) throw violation(`${file} verifies, but a read of it failed: ${readFailure.message}`);
+}
 
 // The latest checkpoint of `dir` written again as the files of a job of W ranks: tables
 // (and their slots) by rows (row g in shard g % W), everything else whole in shard 0.
@@ -73,6 +121,7 @@ module.exports = {
         child.kill('SIGKILL');
         await closed;
       }
+      for (const { path: file } of (await attempt('list', () => files.listCheckpoints(dir))) ?? []) await attempt('verify both ways', () => verifiedBothWays(r, file));
       await attempt('restore and train', () => estimator(dir).train(input(3), { steps: 1 }));
       await attempt('restore and evaluate', () => estimator(dir).evaluate(input(4), { steps: 1 }));
     } finally {
