@@ -63,7 +63,7 @@ export class VerifiedReads {
   }
 
   /**
-   * Resolves once the whole file's SHA-256 matched its header (hashing the bytes no read
+   * Resolves once the whole file's digest matched its header (hashing the bytes no read
    * did); rejects with an Error naming the file otherwise. Reads made after it are not hashed.
    */
   verified(): Promise<void> {

@@ -134,13 +134,13 @@ void readTensorRows(const Tensor& tensor, int64_t rowBegin, int64_t rowEnd, cons
   char* rows = rowStart(tensor, layout, rowBegin);
   if (!tensor.device().isCuda()) {
     if (digest) {
-      // Straight into the rows, each piece hashed there (still in the caches) while the
-      // next is read: one pass over the file where a read after a verification took two.
+      // Straight into the rows, each piece hashed there while the next is read: one pass
+      // over the file where a read after a verification took two.
       readAndHashPieces(file, position, bytes, *digest, [rows](uint64_t done) { return rows + done; });
       return;
     }
-    // Halves on two threads: one thread's copy out of the page cache (a restore's second
-    // pass over a file its verification just read) runs at about half what two reach.
+    // Halves on two threads: one thread's copy out of the page cache (a file verified
+    // before it is read, which that left cached) runs at about half what two reach.
     if (bytes < kSplitReadBytes) {
       file.readAt(rows, size_t(bytes), position);
       return;
