@@ -10,6 +10,7 @@ import type * as Arrow from 'apache-arrow';
 import { ColumnPlan, Default, planColumn, Uint64BeyondInt64, wireColumn } from './arrow_columns';
 import type { UnitBase, WireChunk, WireColumn } from './wire';
 import type { ReadContext } from './reader';
+import { fileStamp } from '../io/file_stamp';
 
 export interface ParquetTask {
   /** Columns to read (features and labels); undefined: every column of each file. */
@@ -102,10 +103,6 @@ interface OpenFile {
 // cannot be read once the file has changed.
 const files = new Map<string, OpenFile>();
 
-function stampOf(stat: fs.Stats): string {
-  return `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`;
-}
-
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -116,7 +113,7 @@ async function open(file: string, task: ParquetTask): Promise<OpenFile> {
   const stat = await fs.promises.stat(file).catch((error: NodeJS.ErrnoException) => error);
   const cached = files.get(file);
   if (cached !== undefined) {
-    if (!(stat instanceof Error) && cached.stamp === stampOf(stat)) return cached;
+    if (!(stat instanceof Error) && cached.stamp === fileStamp(stat)) return cached;
     // Not freed here: a read of this thread may still be using it.
     files.delete(file);
   }
@@ -154,7 +151,7 @@ async function open(file: string, task: ParquetTask): Promise<OpenFile> {
     }
     plans.set(name, plan);
   }
-  const opened = { handle, plans, names: task.columns ?? names, stamp: stampOf(stat) };
+  const opened = { handle, plans, names: task.columns ?? names, stamp: fileStamp(stat) };
   files.set(file, opened);
   return opened;
 }

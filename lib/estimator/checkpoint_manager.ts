@@ -21,6 +21,7 @@ import type { Optimizer } from '../train/optimizer';
 import { Variable } from '../tensor/variable';
 import { tensor } from '../tensor/tensor';
 import { CheckpointDType, CheckpointTensor, listCheckpoints, recordShardedCheckpoint, saveCheckpoint, shardFileName, writeCheckpointShard } from '../io/checkpoint_file';
+import { fileStamp } from '../io/file_stamp';
 import { CheckpointSource, DELTA_BASE_KEY, deltaBaseOf, latestCheckpointSource, openCheckpoint, OWNER_RULE, SHARDED_FORMAT, ShardedLayout } from '../io/checkpoint_source';
 
 /** A tensor as a checkpoint describes it: whole (a sharded table's logical shape). */
@@ -179,10 +180,10 @@ export interface OpenedCheckpoint {
 
 type Skipped = OpenedCheckpoint['skipped'];
 
-/** What tells a file from another of the same name written since (rename replaces the inode). */
+/** The file's stamp now ('' when it cannot be read). */
 async function fileIdentity(file: string): Promise<string> {
-  const stat = await fsp.stat(file, { bigint: true }).catch(() => undefined);
-  return stat ? `${stat.ino}:${stat.size}:${stat.mtimeNs}` : '';
+  const stat = await fsp.stat(file).catch(() => undefined);
+  return stat ? fileStamp(stat) : '';
 }
 
 export class CheckpointManager {

@@ -13,11 +13,12 @@
 // header is as much the model as the data (swapped names or offsets, an edited global step
 // or optimizer state would load silently otherwise). It is the SHA-256 of the SHA-256s of
 // the file's 4 MiB pieces (format hb-ts/3), hashed on every thread at once; files of
-// hb-ts/2, whose digest is one SHA-256 stream over the file, are still read. The header and typed arrays are hashed
-// as they are written, native rows by the addon as it writes them (lib/io/file_digest.ts:
-// OpenSSL's, found in the process), their page-aligned stretches written around the page
-// cache. Without the addon's digest, node's crypto hashes the rows read back in small
-// pieces right after they were written, through the page cache, where they still are.
+// hb-ts/2, whose digest is one SHA-256 stream over the file, are still read. The header
+// and typed arrays are hashed as they are written, native rows by the addon as it writes
+// them (lib/io/file_digest.ts: OpenSSL's, found in the process), their page-aligned
+// stretches written around the page cache. Without the addon's digest, node's crypto
+// hashes the rows read back in small pieces right after they were written, through the
+// page cache, where they still are.
 import { randomBytes } from 'crypto';
 import { promises as fsp } from 'fs';
 import type { FileHandle } from 'fs/promises';

@@ -107,9 +107,10 @@ export async function openCheckpoint(file: string, options: OpenOptions = {}): P
 
 /**
  * The newest checkpoint of modelDir that opens (with `open`, by default openCheckpoint,
- * verified), falling back to older ones; `skipped` lists the refused ones, newest first, with why. undefined when there is none; throws
- * when there are some and none opens (starting from scratch would train over the model).
- * Also removes the temp files of killed saves.
+ * verified), falling back to older ones; `skipped` lists the refused ones, newest first,
+ * with why. undefined when there is none; throws when there are some and none opens
+ * (starting from scratch would train over the model). Also removes the temp files of
+ * killed saves.
  */
 export async function latestCheckpointSource(
   modelDir: string,

@@ -23,7 +23,7 @@ export interface FileDigest {
 export type DigestKind = 'stream' | 'pieces';
 
 /** The piece size of the 'pieces' digest: a fixed part of the format. */
-export const DIGEST_PIECE_BYTES = 4 * 1024 * 1024;
+const DIGEST_PIECE_BYTES = 4 * 1024 * 1024;
 
 class NativeDigest implements FileDigest {
   readonly native: NativeSha256;
