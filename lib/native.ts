@@ -241,9 +241,17 @@ export interface NativeAddon {
   sha256Available(): boolean;
   /**
    * A new digest (lib/io/file_digest.ts): one SHA-256 stream, or with `pieces` the SHA-256
-   * of the SHA-256s of 4 MiB pieces, hashed on the pool's threads side by side.
+   * of the SHA-256s of 4 MiB pieces, hashed on the pool's threads side by side. `origin`
+   * (pieces only): the file offset of the first byte it will be given, for a run of the
+   * file's bytes whose whole pieces sha256TakePieces hands over.
    */
-  sha256New(pieces?: boolean): NativeSha256;
+  sha256New(pieces?: boolean, origin?: number): NativeSha256;
+  /**
+   * The 32-byte digests of the whole 4 MiB pieces a digest of pieces hashed, in file order
+   * from the first piece boundary at or after its origin; with `fileEnds` the piece it
+   * began last counts too (the file's last, shorter piece). The digest is finished after.
+   */
+  sha256TakePieces(digest: NativeSha256, fileEnds: boolean): Uint8Array;
   /** Adds the bytes to the digest now, on this thread. */
   sha256Update(digest: NativeSha256, bytes: Uint8Array): void;
   /** The hex digest; the digest refuses bytes after it. */

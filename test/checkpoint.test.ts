@@ -16,6 +16,7 @@ import { openCheckpoint } from '../lib/io/checkpoint_source';
 import { VerifiedReads } from '../lib/io/verified_reads';
 import { native, NativeTensorHandle, TypedArray } from '../lib/native';
 import { checkpointDigest } from './support/checkpoint_digest';
+import { randomSource } from './support/reference';
 
 let dir: string;
 beforeEach(() => {
@@ -509,42 +510,72 @@ describe('checkpoints verified as they are read (openCheckpoint with verifyWhile
     await expectSame(t.mid, mid);
   });
 
-  test('reads out of order, of some rows, or of some tensors verify too: only the bytes no read hashed are read again', async () => {
+  test('reads out of order, of some rows, or of some tensors verify too: only the 4 MiB pieces no read held whole are read again', async () => {
     const file = await save();
+    const PIECE = 4 * 2 ** 20;
+    const size = fs.statSync(file).size;
+    const dataStart = size - (counts.byteLength + small.byteLength + big.byteLength + mid.byteLength);
     const t = targets();
     const part = owned(new Float32Array(100 * 64), [100, 64]);
     const rowBytes = 64 * 4;
+    // As a model with several dynamic tables reads: far ahead (mid, in the file's last
+    // piece), then back where the first reads stopped (small, big). The two runs never
+    // meet: the run from the header holds pieces 0-4 whole, and only the last piece, which
+    // mid's run began inside, is read again.
     const again = await hashedAgain(async () => {
       const reads = await VerifiedReads.open(file);
-      // mid first: counts, small and big (skipped) are hashed before it is read.
+      await reads.loadRows('counts', t.counts);
       await reads.loadRows('mid', t.mid);
       await reads.loadRows('small', t.small);
-      await reads.loadRows('big', part, { rowBegin: 200, rowEnd: 300 });
+      await reads.loadRows('big', t.big);
       await reads.verified();
       // After verified(): a plain read.
       await reads.loadRows('counts', t.counts);
     });
-    expect(again).toEqual([counts.byteLength + small.byteLength + big.byteLength]);
+    expect(size).toBeGreaterThan(5 * PIECE);
+    expect(again).toEqual([size - 5 * PIECE]);
     await expectSame(t.mid, mid);
     await expectSame(t.small, small);
     await expectSame(t.counts, counts);
-    await expectSame(part, big.subarray(200 * 64, 300 * 64));
+    await expectSame(t.big, big);
 
-    // Some rows of the middle tensor: the bytes before them hashed first, those after at verified().
+    // Some rows of the middle tensor: the bytes before them (less than a piece) are hashed
+    // first, and the run, short of a whole piece, leaves the whole file to verified().
     const rows = await hashedAgain(async () => {
       const reads = await VerifiedReads.open(file);
       await reads.loadRows('big', part, { rowBegin: 200, rowEnd: 300 });
       await reads.verified();
     });
-    expect(rows).toEqual([counts.byteLength + small.byteLength + 200 * rowBytes, (BIG_ROWS - 300) * rowBytes + mid.byteLength]);
+    expect(rows).toEqual([counts.byteLength + small.byteLength + 200 * rowBytes, size - dataStart]);
     await expectSame(part, big.subarray(200 * 64, 300 * 64));
+    // One tensor: its run, from the header on, holds pieces 0-4; the last is read again.
     const one = await hashedAgain(async () => {
       const source = await openCheckpoint(file, { verifyWhileReading: true });
       await source.read('big', t.big);
       await source.verified();
     });
-    expect(one).toEqual([counts.byteLength + small.byteLength, mid.byteLength]);
+    expect(one).toEqual([counts.byteLength + small.byteLength, size - 5 * PIECE]);
     await expectSame(t.big, big);
+    // Rows read a second time, ending where the first read of their tensor ended: both runs'
+    // pieces are kept, and nothing is read again.
+    const twice = await hashedAgain(async () => {
+      const reads = await VerifiedReads.open(file);
+      for (const name of ['counts', 'small', 'big'] as const) await reads.loadRows(name, t[name]);
+      await reads.loadRows('big', t.big, { rowBegin: (2 * PIECE) / rowBytes, rowEnd: BIG_ROWS, targetRowBegin: (2 * PIECE) / rowBytes });
+      await reads.loadRows('mid', t.mid);
+      await reads.verified();
+    });
+    expect(twice).toEqual([]);
+    await expectSame(t.big, big);
+    // Reads that begin a piece or more after every run: a run each; none holds a piece whole
+    // here, so the whole file is read again.
+    const apart = await hashedAgain(async () => {
+      const reads = await VerifiedReads.open(file);
+      await reads.loadRows('mid', t.mid);
+      await reads.loadRows('big', part, { rowBegin: 1 + PIECE / rowBytes, rowEnd: 101 + PIECE / rowBytes });
+      await reads.verified();
+    });
+    expect(apart).toEqual([size - dataStart]);
   });
 
   test('a flipped byte is found by verified() whether its tensor was read in order, out of order or not at all', async () => {
@@ -555,6 +586,8 @@ describe('checkpoints verified as they are read (openCheckpoint with verifyWhile
       ['big, 9 MiB in, read in order', at('big', 9 * 2 ** 20 + 5), ['counts', 'small', 'big', 'mid']],
       ['mid, never read', at('mid', 17), ['counts', 'small', 'big']],
       ['small, read after mid', at('small', 3), ['mid', 'small']],
+      ['big, 9 MiB in, read after mid', at('big', 9 * 2 ** 20 + 5), ['counts', 'mid', 'small', 'big']],
+      ['big, in the last piece, read after mid', at('big', big.byteLength - 7), ['counts', 'mid', 'small', 'big']],
       ['counts, read first', at('counts', 0), ['counts']],
     ];
     for (const [, position, order] of cases) {
@@ -570,6 +603,66 @@ describe('checkpoints verified as they are read (openCheckpoint with verifyWhile
       // The outcome is kept: asked again, the same answer, and nothing read twice.
       await expect(source.verified()).rejects.toThrow(/checksum mismatch/);
     }
+  });
+
+  test('random reads in random order (some rows, some tensors, overlapping) agree with verifyCheckpoint on good and flipped files', async () => {
+    const file = await save();
+    const size = fs.statSync(file).size;
+    const dataStart = size - (counts.byteLength + small.byteLength + big.byteLength + mid.byteLength);
+    const saved: Record<string, TypedArray> = { counts, small, big, mid };
+    const widths: Record<string, number> = { counts: 1, small: 3, big: 64, mid: 64 };
+    const random = randomSource(5501);
+    const int = (below: number) => Math.floor(random() * below);
+    const copy = path.join(dir, 'copy', path.basename(file));
+    fs.mkdirSync(path.dirname(copy), { recursive: true });
+    for (let round = 0; round < 24; round++) {
+      fs.copyFileSync(file, copy);
+      // Half the rounds flip one data byte: near a piece boundary or anywhere.
+      const flip = round % 2 === 1 ? (round % 4 === 1 ? Math.min(size - 1, (1 + int(5)) * 4 * 2 ** 20 + int(9) - 4) : dataStart + int(size - dataStart)) : -1;
+      if (flip >= 0) flipByte(copy, flip);
+      const reads = await VerifiedReads.open(copy);
+      const landed: Array<[NativeTensorHandle, TypedArray]> = [];
+      for (let k = 1 + int(7); k > 0; k--) {
+        const name = Object.keys(saved)[int(4)];
+        const rows = saved[name].length / widths[name];
+        const rowBegin = int(rows + 1);
+        const rowEnd = rowBegin + int(rows - rowBegin + 1);
+        const targetRows = Math.max(1, rowEnd - rowBegin);
+        const target = zerosLike(saved[name].subarray(0, targetRows * widths[name]), name === 'counts' ? [targetRows] : [targetRows, widths[name]]);
+        await reads.loadRows(name, target, { rowBegin, rowEnd });
+        landed.push([target, saved[name].subarray(rowBegin * widths[name], rowEnd * widths[name])]);
+      }
+      const verdict = await reads.verified().then(() => 'good', (err: Error) => err.message);
+      const reference = await verifyCheckpoint(copy).then(() => 'good', (err: Error) => err.message);
+      expect([round, flip, verdict]).toEqual([round, flip, reference]);
+      expect(verdict === 'good').toBe(flip < 0);
+      if (flip < 0) {
+        for (const [target, want] of landed) {
+          const got = (await native.tensorData(target)) as TypedArray;
+          expect(bytesOf(got.subarray(0, want.length) as TypedArray).equals(bytesOf(want))).toBe(true);
+        }
+      }
+      for (const [target] of landed) target.dispose();
+    }
+  });
+
+  test('a read that fails part way leaves its run out: verified() hashes those pieces again and the good file passes', async () => {
+    const file = await save();
+    const size = fs.statSync(file).size;
+    const dataStart = size - (counts.byteLength + small.byteLength + big.byteLength + mid.byteLength);
+    const t = targets();
+    const again = await hashedAgain(async () => {
+      const reads = await VerifiedReads.open(file);
+      await reads.loadRows('counts', t.counts);
+      // Disposed after the read's checks, before it runs: the read fails, and with it the run
+      // from the header that it continued.
+      const failing = reads.loadRows('big', t.big);
+      t.big.dispose();
+      await expect(failing).rejects.toThrow(/disposed/);
+      await reads.verified();
+    });
+    // The gap to big (small) hashed into the run, then everything again.
+    expect(again).toEqual([small.byteLength, size - dataStart]);
   });
 
   test('without the addon\'s digest (HB_NATIVE_SHA256=0) the file is verified at open, before any read', async () => {

@@ -17,6 +17,7 @@ import {
   saveCheckpoint,
   verifyCheckpoint,
 } from '../lib/io/checkpoint_file';
+import { openCheckpoint } from '../lib/io/checkpoint_source';
 import { native } from '../lib/native';
 import { checkpointDigest, DIGEST_AT, DIGEST_PREFIX } from './support/checkpoint_digest';
 import { dataset, numDense, TRAIN } from './support/planted_data';
@@ -113,6 +114,20 @@ describe('1. the checksum covers the header as well as the data', () => {
     resign(file, 'hb-ts/2');
     expect((await verifyCheckpoint(file)).digestKind).toBe('stream');
     expect(Array.from((await loadCheckpoint(file)).tensors.get('b')!.data as Float32Array)).toEqual([5, 6, 7, 8]);
+    // Read as the Estimator restores: a stream cannot take reads in any order, so the file
+    // is verified whole at open (a flipped byte refused there), then read.
+    const source = await openCheckpoint(file, { verifyWhileReading: true });
+    const b = native.tensorFromTypedArray(new Float32Array(4), [2, 2], 'cpu');
+    await source.read('b', b);
+    await source.verified();
+    expect(Array.from((await native.tensorData(b)) as Float32Array)).toEqual([5, 6, 7, 8]);
+    b.dispose();
+    const flipped = path.join(dir, 'flipped', path.basename(file));
+    fs.mkdirSync(path.dirname(flipped), { recursive: true });
+    const bytes = fs.readFileSync(file);
+    bytes[bytes.length - 2] ^= 0x10;
+    fs.writeFileSync(flipped, bytes);
+    await expect(openCheckpoint(flipped, { verifyWhileReading: true })).rejects.toThrow(/checksum mismatch/);
     resign(file, 'hb-ts/3');
     await expect(verifyCheckpoint(file)).rejects.toThrow(/checksum mismatch/);
   });

@@ -152,6 +152,55 @@ describe('SHA-256 beside the writes (sha256New, tensorWriteRows with a digest, f
     expect((await errorOf(() => native.sha256New('yes' as unknown as boolean))).message).toMatch(/^sha256New: pieces must be a boolean/);
   });
 
+  test('sha256New(true, origin) + sha256TakePieces: a run from any file offset hands over the digests of the 4 MiB pieces it held whole', async () => {
+    const PIECE = 4 * 1024 * 1024;
+    const bytes = randomBytes(3 * PIECE + 777);
+    const pieceDigests = Array.from({ length: 4 }, (_, k) => createHash('sha256').update(bytes.subarray(k * PIECE, (k + 1) * PIECE)).digest());
+    // [origin, end, fileEnds]: from a boundary, from inside a piece, ending inside one or at the file's end.
+    const runs: Array<[number, number, boolean]> = [
+      [0, bytes.length, true],
+      [0, bytes.length, false],
+      [1, bytes.length, true],
+      [PIECE, 3 * PIECE, false],
+      [PIECE - 5, 3 * PIECE + 10, false],
+      [PIECE + 1, 2 * PIECE + 1, false],
+      [3 * PIECE + 1, bytes.length, true],
+      [2 * PIECE, 2 * PIECE, false],
+    ];
+    for (const [origin, end, fileEnds] of runs) {
+      for (const cuts of [[], [origin + 1, origin + PIECE]]) {
+        const digest = native.sha256New(true, origin);
+        let at = origin;
+        for (const cut of [...cuts.filter((c) => c < end), end]) {
+          native.sha256Update(digest, bytes.subarray(at, cut));
+          at = cut;
+        }
+        const first = Math.ceil(origin / PIECE);
+        // Whole pieces: those from the first boundary at or after origin that end by `end`, and the
+        // last, shorter one when the run reached the file's end.
+        let last = Math.floor(end / PIECE);
+        if (fileEnds && end === bytes.length && end % PIECE !== 0) last += 1;
+        const expected = Buffer.concat(pieceDigests.slice(first, Math.max(first, last)));
+        const taken = native.sha256TakePieces(digest, fileEnds);
+        expect([origin, end, Buffer.from(taken).toString('hex')]).toEqual([origin, end, expected.toString('hex')]);
+        expect((await errorOf(() => native.sha256Update(digest, bytes.subarray(0, 1)))).message).toMatch(/already taken/);
+      }
+    }
+    // Beside a read of rows: the pieces a read from an unaligned offset holds.
+    const file = path.join(dir, 'run.bin');
+    fs.writeFileSync(file, bytes);
+    const rows = owned(new Float32Array((2 * PIECE) / 4), [2 * PIECE / 1024, 256]);
+    const read = native.sha256New(true, PIECE - 1024);
+    await native.tensorReadRows(rows, 0, 2 * PIECE / 1024, file, PIECE - 1024, read);
+    expect(Buffer.from(native.sha256TakePieces(read, false)).equals(pieceDigests[1])).toBe(true);
+    // Misuse is named.
+    expect((await errorOf(() => native.sha256New(false, 5))).message).toMatch(/^sha256New: an origin is for a digest of pieces/);
+    expect((await errorOf(() => native.sha256New(true, -1))).message).toMatch(/^sha256New: origin must be an integer/);
+    expect((await errorOf(() => native.sha256TakePieces(native.sha256New(), true))).message).toMatch(/^sha256TakePieces: digest must be a digest of pieces/);
+    expect((await errorOf(() => native.sha256TakePieces(native.sha256New(true), 1 as unknown as boolean))).message).toMatch(/^sha256TakePieces: fileEnds must be a boolean/);
+    expect((await errorOf(() => native.sha256Hex(native.sha256New(true, 7)))).message).toMatch(/no whole-file digest/);
+  });
+
   // A checkpoint's shape: a JS header of odd length, then rows of a tensor from an
   // unaligned offset (its middle pages direct, its ends through the page cache; over one
   // 8 MiB piece), then a small tensor (all through the page cache).

@@ -336,8 +336,9 @@ export class DynamicEmbeddingTable extends EmbeddingTable {
     const needed = [t, `${t}/ids`, `${t}/meta`];
     for (const name of needed) if (!source.entries.has(name)) throw new Error(`checkpoint ${source.path} has no '${name}'`);
     try {
-      // In the file's order (its int64 tensors first, then the values and slots), so the
-      // restore hashes the file as it reads it, in one pass.
+      // In the file's order (its int64 tensors first, then the values and slots): with the
+      // tables before and after this one, the int64 reads and the float reads each continue
+      // one run, so the restore hashes what it reads and reads little again (verified_reads.ts).
       const ids = (await read(`${t}/ids`))!;
       const meta = (await read(`${t}/meta`))!;
       const pendingIds = await read(`${t}/pending_ids`);

@@ -457,34 +457,33 @@ export function planRowRead(file: string, header: CheckpointHeader, name: string
 }
 
 /**
- * The validated header of one checkpoint file, and its SHA-256 started on the bytes
- * before the data (the digest read as zeros): add the data in order, then checkFileDigest.
+ * The validated header of one checkpoint file, and the file's bytes before the data (the
+ * length and the header) with the digest's characters read as zeros, as they are hashed.
  */
-export async function startFileDigest(file: string): Promise<{ header: CheckpointHeader; digest: FileDigest }> {
+export async function readHeaderForDigest(file: string): Promise<{ header: CheckpointHeader; head: Buffer }> {
   assertLittleEndian();
   const fh = await fsp.open(file, 'r');
   try {
     const { header, raw } = await readHeaderAndBytes(fh, file);
-    return { header, digest: hasherOverHeader(raw, header.digestKind) };
+    return { header, head: blankedDigest(raw) };
   } finally {
     await fh.close();
   }
 }
 
-/** Adds bytes [begin, end) of the data section of `file` to `digest` (read off the JS thread when native). */
-export async function hashDataRange(file: string, header: CheckpointHeader, digest: FileDigest, begin: number, end: number): Promise<void> {
-  if (end <= begin) return;
+/** Adds bytes [position, position + length) of `file` to a native digest, read and hashed off the JS thread. */
+export async function hashFileRange(file: string, digest: NativeSha256, position: number, length: number): Promise<void> {
   const fh = await fsp.open(file, 'r');
   try {
-    await hashFileBytes(fh, file, header.dataStart + begin, end - begin, digest, failureIn(file));
+    await native.fileSha256Update(digest, fh.fd, file, position, length);
   } finally {
     await fh.close();
   }
 }
 
-/** Throws an Error naming the file when `digest` (over the whole file) is not the one its header records. */
-export function checkFileDigest(file: string, header: CheckpointHeader, digest: FileDigest): void {
-  checkDigest(digest.hex(), header, failureIn(file));
+/** Throws an Error naming the file when `digest` (hex, over the whole file) is not the one its header records. */
+export function checkFileDigest(file: string, header: CheckpointHeader, digest: string): void {
+  checkDigest(digest, header, failureIn(file));
 }
 
 /**
@@ -740,12 +739,17 @@ function checkDigest(actual: string, header: CheckpointHeader, fail: Fail): void
   if (actual !== header.sha256) fail(`checksum mismatch: the file's sha256 is ${actual}, the header records ${header.sha256}`);
 }
 
-/** A hash started on the file's first bytes (length and header), its digest read as zeros. */
-function hasherOverHeader(raw: Buffer, kind: DigestKind): FileDigest {
+/** A copy of the file's first bytes (length and header) with its digest read as zeros. */
+function blankedDigest(raw: Buffer): Buffer {
   const blanked = Buffer.from(raw);
   blanked.write(BLANK_DIGEST, DIGEST_AT, 'latin1');
+  return blanked;
+}
+
+/** A hash started on the file's first bytes (length and header), its digest read as zeros. */
+function hasherOverHeader(raw: Buffer, kind: DigestKind): FileDigest {
   const hasher = newFileDigest(kind);
-  hasher.update(blanked);
+  hasher.update(blankedDigest(raw));
   return hasher;
 }
 

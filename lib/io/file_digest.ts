@@ -23,7 +23,7 @@ export interface FileDigest {
 export type DigestKind = 'stream' | 'pieces';
 
 /** The piece size of the 'pieces' digest: a fixed part of the format. */
-const DIGEST_PIECE_BYTES = 4 * 1024 * 1024;
+export const DIGEST_PIECE_BYTES = 4 * 1024 * 1024;
 
 class NativeDigest implements FileDigest {
   readonly native: NativeSha256;
@@ -76,8 +76,13 @@ class NodePiecesDigest implements FileDigest {
   }
 }
 
+/** Whether digests are the addon's here (it found OpenSSL's calls, and HB_NATIVE_SHA256 is not 0). */
+export function nativeDigests(): boolean {
+  return process.env.HB_NATIVE_SHA256 !== '0' && native.sha256Available();
+}
+
 /** A new digest of `kind`, native when the addon can take one. */
 export function newFileDigest(kind: DigestKind): FileDigest {
-  if (process.env.HB_NATIVE_SHA256 !== '0' && native.sha256Available()) return new NativeDigest(kind);
+  if (nativeDigests()) return new NativeDigest(kind);
   return kind === 'pieces' ? new NodePiecesDigest() : new NodeDigest();
 }

@@ -1,6 +1,7 @@
 // Files for checkpoints (lib/io/checkpoint_file.ts): tensor rows streamed to and from
 // files on the tensor's executor, and the file's SHA-256 taken beside them (native/io/sha256.h:
 // the OpenSSL node's crypto runs), over the bytes as they lie in the file.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -44,19 +45,42 @@ std::shared_ptr<Digest> unwrapDigest(const Napi::Value& value, const char* argum
 // sha256Available() -> boolean: whether sha256New can be used here (else hash in JS).
 Napi::Value sha256Available(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), Sha256::available()); }
 
-// sha256New(pieces?: boolean) -> a digest handle for sha256Update, tensorWriteRows,
-// tensorReadRows, fileSha256Update, sha256Hex: one SHA-256 stream, or with `pieces` the
-// SHA-256 of the SHA-256s of 4 MiB pieces, hashed on the pool's threads side by side
-// (native/io/piecewise_sha256.h).
+// sha256New(pieces?: boolean, origin?: number) -> a digest handle for sha256Update,
+// tensorWriteRows, tensorReadRows, fileSha256Update, sha256Hex: one SHA-256 stream, or with
+// `pieces` the SHA-256 of the SHA-256s of 4 MiB pieces, hashed on the pool's threads side
+// by side (native/io/piecewise_sha256.h). `origin` (pieces only): the file offset of the
+// first byte it will be given, for a run whose pieces sha256TakePieces hands over.
 Napi::Value sha256New(const Napi::CallbackInfo& info) {
   if (!info[0].IsUndefined() && !info[0].IsBoolean()) throw Napi::TypeError::New(info.Env(), "sha256New: pieces must be a boolean");
+  const bool pieces = info[0].IsBoolean() && info[0].As<Napi::Boolean>().Value();
+  uint64_t origin = 0;
+  if (!info[1].IsUndefined()) {
+    origin = indexArgument(info[1], "sha256New: origin");
+    HB_CHECK(pieces, "sha256New: an origin is for a digest of pieces (pieces = true)");
+  }
   std::shared_ptr<Digest> digest;
-  if (info[0].IsBoolean() && info[0].As<Napi::Boolean>().Value()) {
-    digest = std::make_shared<PiecewiseSha256>();
+  if (pieces) {
+    digest = std::make_shared<PiecewiseSha256>(origin);
   } else {
     digest = std::make_shared<Sha256>();
   }
   return taggedHandle(info.Env(), std::move(digest), kSha256Tag, "sha256New");
+}
+
+// sha256TakePieces(digest, fileEnds: boolean) -> Uint8Array: the 32-byte digests of the
+// whole pieces a digest of pieces hashed, in file order from its origin's first piece
+// boundary; with `fileEnds`, its last piece begun counts (the file's shorter last piece).
+// The digest takes no more bytes after.
+Napi::Value sha256TakePieces(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Digest> digest = unwrapDigest(info[0], "sha256TakePieces: digest");
+  auto* pieces = dynamic_cast<PiecewiseSha256*>(digest.get());
+  if (pieces == nullptr) throw Napi::TypeError::New(env, "sha256TakePieces: digest must be a digest of pieces (sha256New(true))");
+  if (!info[1].IsBoolean()) throw Napi::TypeError::New(env, "sha256TakePieces: fileEnds must be a boolean");
+  std::vector<unsigned char> taken = pieces->takePieces(info[1].As<Napi::Boolean>().Value());
+  Napi::Uint8Array out = Napi::Uint8Array::New(env, taken.size());
+  std::copy(taken.begin(), taken.end(), out.Data());
+  return out;
 }
 
 // sha256Update(digest, bytes: Uint8Array): adds the bytes now, on the JS thread (headers and
@@ -155,6 +179,7 @@ void exportIo(Napi::Env env, Napi::Object exports) {
   exports.Set("sha256Available", Napi::Function::New(env, guarded<sha256Available>, "sha256Available"));
   exports.Set("sha256New", Napi::Function::New(env, guarded<sha256New>, "sha256New"));
   exports.Set("sha256Update", Napi::Function::New(env, guarded<sha256Update>, "sha256Update"));
+  exports.Set("sha256TakePieces", Napi::Function::New(env, guarded<sha256TakePieces>, "sha256TakePieces"));
   exports.Set("sha256Hex", Napi::Function::New(env, guarded<sha256Hex>, "sha256Hex"));
   exports.Set("fileSha256Update", Napi::Function::New(env, guarded<fileSha256Update>, "fileSha256Update"));
 }

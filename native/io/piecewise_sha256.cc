@@ -7,7 +7,7 @@
 
 namespace hb {
 
-PiecewiseSha256::PiecewiseSha256() {
+PiecewiseSha256::PiecewiseSha256(uint64_t origin) : origin_(origin), skip_((kPieceBytes - origin % kPieceBytes) % kPieceBytes) {
   HB_CHECK(Sha256::available(), "SHA-256: this process has no OpenSSL digest calls to use");
 }
 
@@ -19,8 +19,12 @@ void PiecewiseSha256::checkUsable() const {
 void PiecewiseSha256::update(const void* data, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   checkUsable();
-  if (bytes == 0) return;
   const char* at = static_cast<const char*>(data);
+  const size_t passed = size_t(std::min<uint64_t>(bytes, skip_));
+  skip_ -= passed;
+  at += passed;
+  bytes -= passed;
+  if (bytes == 0) return;
   // The bytes split at piece boundaries: the end of the piece begun before (head), whole
   // pieces, and the start of the next (tail). Each is its own hash, so all run at once.
   const size_t head = filled_ > 0 ? std::min(bytes, kPieceBytes - filled_) : 0;
@@ -67,16 +71,22 @@ void PiecewiseSha256::update(const void* data, size_t bytes) {
   }
 }
 
-std::string PiecewiseSha256::hexDigest() {
+std::vector<unsigned char> PiecewiseSha256::takePieces(bool fileEnds) {
   std::lock_guard<std::mutex> lock(mutex_);
   checkUsable();
   finished_ = true;
-  if (filled_ > 0) {
+  if (fileEnds && filled_ > 0) {
     pieces_.resize(pieces_.size() + 32);
     current_->finish(pieces_.data() + pieces_.size() - 32);
   }
+  return std::move(pieces_);
+}
+
+std::string PiecewiseSha256::hexDigest() {
+  HB_CHECK(origin_ == 0, "SHA-256: a run from file offset ", origin_, " has no whole-file digest (take its pieces)");
+  std::vector<unsigned char> pieces = takePieces(true);
   unsigned char digest[32];
-  Sha256::of(pieces_.data(), pieces_.size(), digest);
+  Sha256::of(pieces.data(), pieces.size(), digest);
   return hexOf(digest);
 }
 
