@@ -508,6 +508,16 @@ describe('checkpoints verified as they are read (openCheckpoint with verifyWhile
     await expectSame(t.small, small);
     await expectSame(t.big, big);
     await expectSame(t.mid, mid);
+    // Reads queued before verified() is called, not awaited first: hashed as well.
+    const u = targets();
+    const queued = await hashedAgain(async () => {
+      const reads = await VerifiedReads.open(file);
+      const all = Promise.all((['counts', 'small', 'big', 'mid'] as const).map((name) => reads.loadRows(name, u[name])));
+      await reads.verified();
+      await all;
+    });
+    expect(queued).toEqual([]);
+    await expectSame(u.big, big);
   });
 
   test('reads out of order, of some rows, or of some tensors verify too: only the 4 MiB pieces no read held whole are read again', async () => {
@@ -519,9 +529,9 @@ describe('checkpoints verified as they are read (openCheckpoint with verifyWhile
     const part = owned(new Float32Array(100 * 64), [100, 64]);
     const rowBytes = 64 * 4;
     // As a model with several dynamic tables reads: far ahead (mid, in the file's last
-    // piece), then back where the first reads stopped (small, big). The two runs never
-    // meet: the run from the header holds pieces 0-4 whole, and only the last piece, which
-    // mid's run began inside, is read again.
+    // piece), then back where the first reads stopped (small, big). The run from the header
+    // holds pieces 0-4 whole and ends inside the last piece, which mid's run began inside:
+    // verified() carries it on to the file's end, reading mid's bytes again and no more.
     const again = await hashedAgain(async () => {
       const reads = await VerifiedReads.open(file);
       await reads.loadRows('counts', t.counts);
@@ -533,28 +543,28 @@ describe('checkpoints verified as they are read (openCheckpoint with verifyWhile
       await reads.loadRows('counts', t.counts);
     });
     expect(size).toBeGreaterThan(5 * PIECE);
-    expect(again).toEqual([size - 5 * PIECE]);
+    expect(again).toEqual([mid.byteLength]);
     await expectSame(t.mid, mid);
     await expectSame(t.small, small);
     await expectSame(t.counts, counts);
     await expectSame(t.big, big);
 
     // Some rows of the middle tensor: the bytes before them (less than a piece) are hashed
-    // first, and the run, short of a whole piece, leaves the whole file to verified().
+    // first; verified() carries the run on to the end of piece 0 and hashes pieces 1-5.
     const rows = await hashedAgain(async () => {
       const reads = await VerifiedReads.open(file);
       await reads.loadRows('big', part, { rowBegin: 200, rowEnd: 300 });
       await reads.verified();
     });
-    expect(rows).toEqual([counts.byteLength + small.byteLength + 200 * rowBytes, size - dataStart]);
+    expect(rows).toEqual([counts.byteLength + small.byteLength + 200 * rowBytes, PIECE - (dataStart + counts.byteLength + small.byteLength + 300 * rowBytes), size - PIECE]);
     await expectSame(part, big.subarray(200 * 64, 300 * 64));
-    // One tensor: its run, from the header on, holds pieces 0-4; the last is read again.
+    // One tensor: its run, from the header on, holds pieces 0-4, and is carried on over mid.
     const one = await hashedAgain(async () => {
       const source = await openCheckpoint(file, { verifyWhileReading: true });
       await source.read('big', t.big);
       await source.verified();
     });
-    expect(one).toEqual([counts.byteLength + small.byteLength, size - 5 * PIECE]);
+    expect(one).toEqual([counts.byteLength + small.byteLength, mid.byteLength]);
     await expectSame(t.big, big);
     // Rows read a second time, ending where the first read of their tensor ended: both runs'
     // pieces are kept, and nothing is read again.
@@ -567,15 +577,16 @@ describe('checkpoints verified as they are read (openCheckpoint with verifyWhile
     });
     expect(twice).toEqual([]);
     await expectSame(t.big, big);
-    // Reads that begin a piece or more after every run: a run each; none holds a piece whole
-    // here, so the whole file is read again.
+    // Reads that begin a piece or more after every run: a run each, beginning inside a piece
+    // and holding none whole, so the file is read again (the header's run carried on to the
+    // end of piece 0, then pieces 1-5).
     const apart = await hashedAgain(async () => {
       const reads = await VerifiedReads.open(file);
       await reads.loadRows('mid', t.mid);
       await reads.loadRows('big', part, { rowBegin: 1 + PIECE / rowBytes, rowEnd: 101 + PIECE / rowBytes });
       await reads.verified();
     });
-    expect(apart).toEqual([size - dataStart]);
+    expect(apart).toEqual([PIECE - dataStart, size - PIECE]);
   });
 
   test('a flipped byte is found by verified() whether its tensor was read in order, out of order or not at all', async () => {

@@ -43,6 +43,11 @@ export class PieceDigests {
     }
   }
 
+  /** Whether piece `k` is in (a closed run held it whole). */
+  has(k: number): boolean {
+    return this.pieces[k] !== undefined;
+  }
+
   /** File ranges [begin, end) of the pieces no closed run held whole, neighbours joined. */
   missing(): Array<[number, number]> {
     const ranges: Array<[number, number]> = [];
@@ -65,10 +70,12 @@ export class PieceDigests {
   /** The file's digest in hex; every piece must be in. */
   hex(): string {
     const hash = createHash('sha256');
-    this.pieces.forEach((digest, k) => {
+    // A loop over every index: forEach would pass over the holes of a sparse array.
+    for (let k = 0; k < this.pieces.length; k++) {
+      const digest = this.pieces[k];
       if (!digest) throw new Error(`internal error: piece ${k} of the file's digest was never hashed`);
       hash.update(digest);
-    });
+    }
     return hash.digest('hex');
   }
 }

@@ -6,9 +6,11 @@
 // buffer). The digest is over the file's 4 MiB pieces (lib/io/piece_digests.ts), so reads
 // may come in any order: a read that starts where an earlier one ended (or less than a
 // piece after: the bytes between are hashed) continues its run, any other starts a run of
-// its own, and verified() hashes the pieces no run held whole
-// (those no read reached, and those where two runs meet) and compares the digest with the
-// header's.
+// its own. verified() carries each run on to the end of the piece it ends in, hashes the
+// pieces no run held whole (those no read reached, and those a run begins inside), and
+// compares the digest with the header's. Reads in long runs (tables reading their
+// tensors, several dynamic tables) read little twice; tensors smaller than a piece read
+// backwards still read nearly all of the file twice.
 //
 // The values land before they are verified: a caller reading this way uses nothing it
 // read (trains, saves, serves) until verified() resolves, and when it rejects reads every
@@ -21,6 +23,8 @@ import { PieceDigests, PieceRun } from './piece_digests';
 export class VerifiedReads {
   /** Runs the reads left off, by the file offset where each ends: a read that starts there continues it. */
   private readonly runs = new Map<number, PieceRun>();
+  /** Until verified() starts (in the queue, so reads queued before it are hashed too). */
+  private hashing = false;
   /** Reads and hashes run one after the other, so each run takes its bytes in file order. */
   private queue: Promise<unknown> = Promise.resolve();
   private outcome?: Promise<void>;
@@ -48,6 +52,7 @@ export class VerifiedReads {
       return reads;
     }
     const reads = new VerifiedReads(file, header, new PieceDigests(header.dataStart + header.dataLength), head);
+    reads.hashing = true;
     // The header begins the run a read of the first tensor continues.
     const run = reads.pieces!.startRun(0);
     native.sha256Update(run.digest, head);
@@ -61,7 +66,7 @@ export class VerifiedReads {
     const read = planRowRead(this.file, this.header, name, target, options);
     return this.inOrder(async () => {
       const pieces = this.pieces;
-      if (this.outcome || !pieces || read.begin === read.end) return read.run();
+      if (!this.hashing || !pieces || read.begin === read.end) return read.run();
       const at = this.header.dataStart + read.begin;
       // A read that fails leaves its run's digest unknown: the run is dropped (out of the
       // map first), and its pieces are hashed again at verified().
@@ -81,7 +86,9 @@ export class VerifiedReads {
    */
   verified(): Promise<void> {
     this.outcome ??= this.inOrder(async () => {
+      this.hashing = false;
       const pieces = this.pieces!;
+      await this.finishEndPieces();
       for (const run of this.runs.values()) pieces.close(run);
       this.runs.clear();
       for (const [begin, end] of pieces.missing()) {
@@ -96,6 +103,30 @@ export class VerifiedReads {
       checkFileDigest(this.file, this.header, pieces.hex());
     });
     return this.outcome;
+  }
+
+  /**
+   * Carries each run that ends inside a piece it began (or began before) on to that piece's
+   * end, hashing the bytes no read brought, where no other run holds the piece whole: fewer
+   * bytes than hashing the whole piece again (where a run of int64 tensors meets the float
+   * ones, the piece's float part).
+   */
+  private async finishEndPieces(): Promise<void> {
+    const pieces = this.pieces!;
+    const runs = [...this.runs.values()];
+    for (const run of runs) {
+      const pieceBegin = Math.floor(run.end / DIGEST_PIECE_BYTES) * DIGEST_PIECE_BYTES;
+      const pieceEnd = Math.min(pieceBegin + DIGEST_PIECE_BYTES, pieces.fileSize);
+      if (run.end === pieceBegin || run.end >= pieceEnd || run.origin > pieceBegin) continue;
+      const held = pieces.has(pieceBegin / DIGEST_PIECE_BYTES) || runs.some((other) => other.origin <= pieceBegin && other.end >= pieceEnd);
+      if (held) continue;
+      this.runs.delete(run.end);
+      await hashFileRange(this.file, run.digest, run.end, pieceEnd - run.end);
+      run.end = pieceEnd;
+      const ending = this.runs.get(run.end);
+      if (ending) pieces.close(ending);
+      this.runs.set(run.end, run);
+    }
   }
 
   /**
