@@ -586,8 +586,11 @@ describe('hb.tensor()', () => {
       expect(value).toBe(2);
       expect(own).toBe(true);
       expect(lookupSum).toBe(150);
-      expect(reused).toBeLessThan(2);
-      expect(afterCollection).toBeLessThan(4);
+      // Per call, against the 64 pages a fresh 256 KiB array maps in 4 KiB pages: what is
+      // left is V8's own heap growing under the loop's promises (0-2.2 measured on a
+      // loaded 2-vCPU VM, where a bound of 2 failed once).
+      expect(reused).toBeLessThan(8);
+      expect(afterCollection).toBeLessThan(16);
     }
   });
 
