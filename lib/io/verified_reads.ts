@@ -115,6 +115,8 @@ export class VerifiedReads {
     const pieces = this.pieces!;
     const runs = [...this.runs.values()];
     for (const run of runs) {
+      // Closed meanwhile (another run was carried on to where it ends).
+      if (this.runs.get(run.end) !== run) continue;
       const pieceBegin = Math.floor(run.end / DIGEST_PIECE_BYTES) * DIGEST_PIECE_BYTES;
       const pieceEnd = Math.min(pieceBegin + DIGEST_PIECE_BYTES, pieces.fileSize);
       if (run.end === pieceBegin || run.end >= pieceEnd || run.origin > pieceBegin) continue;
