@@ -64,6 +64,8 @@ const cases: Case[] = [
   { name: 'exp_log_sqrt', shapes: [[4]], inputWidth: 4, positive: true, build: (g, [a], x) => m.reduceSum(m.log(m.addConstant(m.sqrt(m.exp(m.multiply(a, x))), 1))) },
   { name: 'concat_and_slices', shapes: [[4, 2], [4, 3]], inputWidth: 4, build: (g, [a, b], x) => m.reduceSum(m.square(m.concat([m.matmul(x, a), m.matmul(x, b)], 1))) },
   { name: 'reduce_mean_axis', shapes: [[4, 3]], inputWidth: 4, build: (g, [w], x) => m.reduceSum(m.square(m.reduceMean(m.matmul(x, w), 1))) },
+  { name: 'reduce_mean_batch_axis', shapes: [[4, 3]], inputWidth: 4, build: (g, [w], x) => m.reduceSum(m.square(m.reduceMean(m.matmul(x, w), 0))) },
+  { name: 'reduce_mean_batch_and_axis_keepdims', shapes: [[4, 6]], inputWidth: 4, build: (g, [w], x) => m.reduceSum(m.square(m.reduceMean(m.reshape(m.matmul(x, w), [-1, 3, 2]), [0, 2], true))) },
   { name: 'reduce_sum_keepdims', shapes: [[4, 3]], inputWidth: 4, build: (g, [w], x) => m.reduceMean(m.multiply(m.matmul(x, w), m.reduceSum(m.matmul(x, w), 1, true))) },
   { name: 'squared_difference_mse', shapes: [[4, 1]], inputWidth: 4, build: (g, [w], x) => hb.losses.meanSquaredError(m.reduceSum(x, 1, true), m.matmul(x, w)) },
   { name: 'sigmoid_cross_entropy', shapes: [[4, 1]], inputWidth: 4, build: (g, [w], x) => hb.losses.sigmoidCrossEntropy(hb.nn.sigmoid(m.reduceSum(x, 1, true)), m.matmul(x, w)) },
@@ -87,6 +89,39 @@ describe('gradients through compiled plans', () => {
         const tol = (c.tolerance ?? 2e-2) * Math.max(1, Math.abs(numeric));
         expect(Math.abs(grads[v][i] - numeric)).toBeLessThanOrEqual(tol);
       }
+    }
+  });
+});
+
+describe('reduceMean over the batch axis', () => {
+  test('alone or with other axes, kept or not: the means of the values fed, counted when the step runs', async () => {
+    const graph = new Graph(new VariableStore(), 'train', 'cpu');
+    let input = new Float32Array();
+    const x = placeholder(graph, { name: 'x', dtype: 'float32', shape: [-1, 4], build: () => input });
+    const x3 = m.reshape(x, [-1, 2, 2]);
+    const means = [m.reduceMean(x, 0), m.reduceMean(x, [0, 1], true), m.reduceMean(x3, [0, 2]), m.reduceMean(x3, [1, 0], true)];
+    expect(means.map((t) => t.shape)).toEqual([[4], [1, 1], [2], [1, 1, 2]]);
+    const step = new CompiledStep(graph, means);
+    for (const rows of [3, 5]) {
+      input = Float32Array.from({ length: rows * 4 }, (_, i) => ((i * 7) % 11) - 4.5);
+      const out = (await step.run(await step.prepare({ features: { x: hb.tensor(input, [rows, 4]) } }))).outputs as Float32Array[];
+      // x[b][c], and as [b][j][k] with c = 2j + k.
+      const meanOf = (keep: (c: number) => boolean) => {
+        let sum = 0;
+        let n = 0;
+        for (let b = 0; b < rows; b++) for (let c = 0; c < 4; c++) if (keep(c)) (sum += input[b * 4 + c]), n++;
+        return sum / n;
+      };
+      const expected = [
+        [0, 1, 2, 3].map((c) => meanOf((d) => d === c)),
+        [meanOf(() => true)],
+        [0, 1].map((j) => meanOf((c) => c >> 1 === j)),
+        [0, 1].map((k) => meanOf((c) => (c & 1) === k)),
+      ];
+      out.forEach((values, i) => {
+        expect(values.length).toBe(expected[i].length);
+        expected[i].forEach((e, k) => expect(values[k]).toBeCloseTo(e, 5));
+      });
     }
   });
 });

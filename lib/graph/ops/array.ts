@@ -1,7 +1,8 @@
 // Ops that move or reduce values: concat, reshape, reduceSum, reduceMean.
 import { BATCH, DYNAMIC, shapeString, SymbolicTensor } from '../graph';
 import { applyOp, applyOpOutputs, defineOp } from '../op_registry';
-import { broadcastTo, reduceToShape } from './elementwise';
+import { broadcastTo, divide, reduceToShape } from './elementwise';
+import { constant } from './sources';
 import { fixedSize, normalizeAxis } from './shapes';
 
 // concat's gradient: dy cut back into the inputs' widths along the axis, in one pass.
@@ -85,7 +86,10 @@ function reduce(x: SymbolicTensor, axis: number | number[] | undefined, keepDims
   const what = name ?? (mean ? 'reduceMean' : 'reduceSum');
   const { kept, out, count } = reduceShape(x, axis, what);
   if (mean && count < 0) {
-    throw new Error(`${what}: a mean over the batch dimension and only some other axes is not supported yet; reduce over all axes (no axis) or over non-batch axes`);
+    // The batch dimension is among the reduced ones, and its size is known only when the
+    // step runs: the same sum over ones counts the values each result is the mean of.
+    const ones = broadcastTo(constant(x.graph, [1], [], `${what}/one`), x.shape, 1, x);
+    return divide(reduce(x, axis, keepDims, false, `${what}/sum`), reduce(ones, axis, keepDims, false, `${what}/count`), what);
   }
   const summed = reduceToShape(x, kept, mean ? 1 / count : 1);
   return keepDims ? summed : reshapeExact(summed, out, what);
@@ -101,7 +105,10 @@ export function reduceSum(x: SymbolicTensor, axis?: number | number[], keepDims 
   return reduce(x, axis, keepDims, false, name);
 }
 
-/** The mean over `axis` (default all), through weighted_mean when the batch axis is reduced. */
+/**
+ * The mean over `axis` (default all): through weighted_mean when every axis goes, batch
+ * included; over the batch axis and some others, a sum divided by the count of its values.
+ */
 export function reduceMean(x: SymbolicTensor, axis?: number | number[], keepDims = false, name?: string): SymbolicTensor {
   const what = name ?? 'reduceMean';
   const all = axis === undefined || (Array.isArray(axis) ? axis.length === x.rank : x.rank === 1);
