@@ -327,10 +327,8 @@ export async function listCheckpoints(modelDir: string): Promise<CheckpointInfo[
  * wrong (truncated, bad header, checksum mismatch, shape/size mismatch).
  */
 export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
-  assertLittleEndian();
   const fail = failureIn(file);
-  const fh = await fsp.open(file, 'r');
-  try {
+  return withCheckpointFile(file, async (fh) => {
     const { header, raw } = await readHeaderAndBytes(fh, file);
     // Each tensor gets its own freshly allocated array, read straight into: the memory is
     // aligned whatever the offsets, and no file-sized buffer is kept alive by views.
@@ -346,9 +344,7 @@ export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
     }
     checkDigest(hasher.hex(), header, fail);
     return { globalStep: header.globalStep, tensors, metadata: header.metadata };
-  } finally {
-    await fh.close();
-  }
+  });
 }
 
 /**
@@ -356,13 +352,7 @@ export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
  * (verifyCheckpoint does that); throws an Error naming the file and what is wrong.
  */
 export async function readCheckpointHeader(file: string): Promise<CheckpointHeader> {
-  assertLittleEndian();
-  const fh = await fsp.open(file, 'r');
-  try {
-    return await readHeader(fh, file);
-  } finally {
-    await fh.close();
-  }
+  return withCheckpointFile(file, (fh) => readHeader(fh, file));
 }
 
 /**
@@ -371,20 +361,16 @@ export async function readCheckpointHeader(file: string): Promise<CheckpointHead
  * header, or throws an Error naming the file.
  */
 export async function verifyCheckpoint(file: string): Promise<CheckpointHeader> {
-  assertLittleEndian();
   const fail = failureIn(file);
   // One descriptor for the header and the data: a checkpoint renamed over this one
   // meanwhile cannot mix the two.
-  const fh = await fsp.open(file, 'r');
-  try {
+  return withCheckpointFile(file, async (fh) => {
     const { header, raw } = await readHeaderAndBytes(fh, file);
     const hasher = hasherOverHeader(raw, header.digestKind);
     await hashFileBytes(fh, file, header.dataStart, header.dataLength, hasher, fail);
     checkDigest(hasher.hex(), header, fail);
     return header;
-  } finally {
-    await fh.close();
-  }
+  });
 }
 
 /**
@@ -461,21 +447,23 @@ export function planRowRead(file: string, header: CheckpointHeader, name: string
  * length and the header) with the digest's characters read as zeros, as they are hashed.
  */
 export async function readHeaderForDigest(file: string): Promise<{ header: CheckpointHeader; head: Buffer }> {
-  assertLittleEndian();
-  const fh = await fsp.open(file, 'r');
-  try {
+  return withCheckpointFile(file, async (fh) => {
     const { header, raw } = await readHeaderAndBytes(fh, file);
     return { header, head: blankedDigest(raw) };
-  } finally {
-    await fh.close();
-  }
+  });
 }
 
 /** Adds bytes [position, position + length) of `file` to a native digest, read and hashed off the JS thread. */
 export async function hashFileRange(file: string, digest: NativeSha256, position: number, length: number): Promise<void> {
+  return withCheckpointFile(file, (fh) => native.fileSha256Update(digest, fh.fd, file, position, length));
+}
+
+/** Runs `use` on `file` opened for reading (one descriptor for all it reads), closed after. */
+async function withCheckpointFile<T>(file: string, use: (fh: FileHandle) => Promise<T>): Promise<T> {
+  assertLittleEndian();
   const fh = await fsp.open(file, 'r');
   try {
-    await native.fileSha256Update(digest, fh.fd, file, position, length);
+    return await use(fh);
   } finally {
     await fh.close();
   }
