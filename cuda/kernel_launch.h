@@ -14,7 +14,7 @@ namespace hb {
 namespace cuda {
 
 // kernel<<<grid, block, sharedBytes, stream>>>(args...): queued on the GPU; emulated,
-// run to completion before returning. Errors surface as for a real launch: a bad
+// queued on the stream too (cuda/emulation/runtime_state.h's enqueue). Errors surface as for a real launch: a bad
 // configuration through cudaGetLastError, a failure while running through the next
 // synchronizing call.
 template <typename... Params, typename... Args>
@@ -27,8 +27,8 @@ void launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t share
   kernel<<<grid, block, sharedBytes, stream>>>(std::forward<Args>(args)...);
 #else
   // Kernel parameters are copied once at launch, as CUDA copies them to the device.
-  const std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  cuda_emulation::launch(grid, block, sharedBytes, stream, [&] { std::apply(kernel, params); });
+  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
+  cuda_emulation::launch(grid, block, sharedBytes, stream, [kernel, params = std::move(params)] { std::apply(kernel, params); });
 #endif
 }
 

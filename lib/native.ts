@@ -197,8 +197,8 @@ export interface NativeAddon {
   /** Canonical name ('cpu' | 'cuda:N') of a usable device; throws naming `argument` otherwise. */
   resolveDevice(device: string, argument?: string): string;
   /** The emulated CUDA device's schedule, poisoning and counters (HB_CUDA_EMULATE builds; throws elsewhere). */
-  cudaEmulation(): { scheduleSeed: number; poison: boolean; launches: number; blocks: number; threads: number };
-  setCudaEmulation(options: { scheduleSeed: number; poison: boolean }): void;
+  cudaEmulation(): { scheduleSeed: number; poison: boolean; launches: number; blocks: number; threads: number; hostWaits: number; deferred: boolean };
+  setCudaEmulation(options: { scheduleSeed: number; poison: boolean; deferred?: boolean }): void;
   /** Runs one of cuda/emulation/self_test.cc's kernels on the emulated device. */
   cudaEmulationSelfTest(name: string): { values: number[]; error: string };
   /** The GPU's name, for a usable 'cuda' / 'cuda:N'. */

@@ -102,6 +102,47 @@ describeEmulated('the emulated CUDA device', () => {
     expect(() => native.cudaEmulationSelfTest('no_such_test')).toThrow(/cudaEmulationSelfTest: no emulation self-test named 'no_such_test'/);
   });
 
+  // As on a GPU, a stream's work runs after the call that queues it: by the time the host
+  // waits for the stream (or an event on it), not before. So a result read before that
+  // wait, a page-locked buffer reused too soon, or memory freed under queued work shows.
+  describe('streams queue their work until the host waits for them', () => {
+    const withDeferral = <T>(deferred: boolean, body: () => T): T => {
+      const before = native.cudaEmulation();
+      native.setCudaEmulation({ scheduleSeed: before.scheduleSeed, poison: before.poison, deferred });
+      try {
+        return body();
+      } finally {
+        native.setCudaEmulation({ scheduleSeed: before.scheduleSeed, poison: before.poison, deferred: before.deferred });
+      }
+    };
+
+    test('a kernel runs at the wait, its event is ready then, and the wait is counted', () => {
+      const { values, error } = withDeferral(true, () => native.cudaEmulationSelfTest('deferred_stream'));
+      expect(error).toBe('');
+      expect(values).toEqual([0, 7, 1, 0, 1]);
+      // With deferral off (HB_CUDA_EMULATE_DEFER=0) the kernel runs when launched.
+      expect(withDeferral(false, () => native.cudaEmulationSelfTest('deferred_stream')).values).toEqual([7, 7, 0, 0, 1]);
+    });
+
+    test('copies: from page-locked memory read when they run, from pageable memory at the call, into pageable memory done on return', () => {
+      const { values, error } = withDeferral(true, () => native.cudaEmulationSelfTest('host_copies'));
+      expect(error).toBe('');
+      expect(values).toEqual([2, 1, 5]);
+    });
+
+    test('memory freed before a queued copy ran is the copy stream\'s error', () => {
+      expect(withDeferral(true, () => native.cudaEmulationSelfTest('free_before_copy')).error).toMatch(
+        /^cudaErrorLaunchFailure: cudaMemcpyAsync: the source was freed before the copy ran \(stream order\)/,
+      );
+    });
+
+    test('a bad deferred setting is refused', () => {
+      const { scheduleSeed, poison } = native.cudaEmulation();
+      expect(() => native.setCudaEmulation({ scheduleSeed, poison, deferred: 1 as unknown as boolean })).toThrow(/deferred must be a boolean/);
+      expect(native.cudaEmulation().deferred).toBe(true);
+    });
+  });
+
   test('the schedule and poisoning are set and read back, bad settings refused; counters grow', () => {
     const before = native.cudaEmulation();
     expect(() => native.setCudaEmulation({ scheduleSeed: -1, poison: false })).toThrow(/scheduleSeed must be a whole number >= 0/);

@@ -254,6 +254,7 @@ EmulationOptions emulationOptions() {
     optionsRead = true;
     if (const char* seed = std::getenv("HB_CUDA_EMULATE_SEED")) options.scheduleSeed = std::strtoull(seed, nullptr, 10);
     if (const char* poison = std::getenv("HB_CUDA_EMULATE_POISON")) options.poison = poison[0] == '1';
+    if (const char* defer = std::getenv("HB_CUDA_EMULATE_DEFER")) options.deferred = defer[0] != '0';
   }
   return options;
 }
@@ -265,7 +266,7 @@ void setEmulationOptions(const EmulationOptions& next) {
 }
 
 EmulationCounters emulationCounters() {
-  return EmulationCounters{launchCount.load(), blockCount.load(), threadCount.load()};
+  return EmulationCounters{launchCount.load(), blockCount.load(), threadCount.load(), hostWaitCount()};
 }
 
 const uint3& threadIndex() { return current->index; }
@@ -305,7 +306,7 @@ WarpResult warpOp(WarpOpKind kind, unsigned mask, uint64_t value, int sourceLane
   return self->result;
 }
 
-cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream, const std::function<void()>& body) {
+cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream, std::function<void()> body) {
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   std::string refused;
   if (threads == 0 || threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64) {
@@ -330,46 +331,48 @@ cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t strea
     reportKernelFailure(stream, "a kernel launched another kernel (dynamic parallelism is not emulated)");
     return cudaErrorNotSupported;
   }
-  StreamTurn inOrder(stream);
   const EmulationOptions now = emulationOptions();
   Launch l;
   l.grid = grid;
   l.block = block;
   l.sharedBytes = sharedBytes;
-  l.body = &body;
   l.poison = now.poison;
   l.seed = now.scheduleSeed == 0 ? 0 : now.scheduleSeed + launchCount.load();
   launchCount.fetch_add(1, std::memory_order_relaxed);
-  const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
-  std::mutex failureMutex;
-  std::string failure;
-  struct InsideLaunch {
-    InsideLaunch() { insideLaunch = true; }
-    ~InsideLaunch() { insideLaunch = false; }
-  };
-  auto runRange = [&](uint64_t first, uint64_t last, const std::vector<uint64_t>* order) {
-    InsideLaunch inside;
-    for (uint64_t i = first; i < last; ++i) {
-      runBlock(l, order ? (*order)[i] : i);
-      const std::string& f = worker().block.failure;
-      if (!f.empty()) {
-        std::lock_guard<std::mutex> lock(failureMutex);
-        if (failure.empty()) failure = f;
+  // Checked and numbered now, run when the stream gets to it, with the options of now.
+  enqueue(stream, [l, stream, body = std::move(body)]() mutable {
+    l.body = &body;
+    const uint64_t blocks = uint64_t(l.grid.x) * l.grid.y * l.grid.z;
+    std::mutex failureMutex;
+    std::string failure;
+    struct InsideLaunch {
+      InsideLaunch() { insideLaunch = true; }
+      ~InsideLaunch() { insideLaunch = false; }
+    };
+    auto runRange = [&](uint64_t first, uint64_t last, const std::vector<uint64_t>* order) {
+      InsideLaunch inside;
+      for (uint64_t i = first; i < last; ++i) {
+        runBlock(l, order ? (*order)[i] : i);
+        const std::string& f = worker().block.failure;
+        if (!f.empty()) {
+          std::lock_guard<std::mutex> lock(failureMutex);
+          if (failure.empty()) failure = f;
+        }
       }
+    };
+    if (l.seed != 0) {
+      // One host thread, blocks in a seeded order: a result that depends on which block
+      // ran first shows as a difference between seeds.
+      std::vector<uint64_t> order(blocks);
+      for (uint64_t i = 0; i < blocks; ++i) order[i] = i;
+      std::mt19937_64 random(l.seed);
+      std::shuffle(order.begin(), order.end(), random);
+      runRange(0, blocks, &order);
+    } else {
+      parallelFor(int64_t(blocks), 1, [&](int64_t first, int64_t last) { runRange(uint64_t(first), uint64_t(last), nullptr); });
     }
-  };
-  if (l.seed != 0) {
-    // One host thread, blocks in a seeded order: a result that depends on which block
-    // ran first shows as a difference between seeds.
-    std::vector<uint64_t> order(blocks);
-    for (uint64_t i = 0; i < blocks; ++i) order[i] = i;
-    std::mt19937_64 random(l.seed);
-    std::shuffle(order.begin(), order.end(), random);
-    runRange(0, blocks, &order);
-  } else {
-    parallelFor(int64_t(blocks), 1, [&](int64_t first, int64_t last) { runRange(uint64_t(first), uint64_t(last), nullptr); });
-  }
-  if (!failure.empty()) reportKernelFailure(stream, failure);
+    if (!failure.empty()) reportKernelFailure(stream, failure);
+  });
   return cudaSuccess;
 }
 

@@ -35,10 +35,11 @@ WarpResult warpOp(WarpOpKind kind, unsigned mask, uint64_t value, int sourceLane
 unsigned activeMask();
 unsigned laneId();
 
-// Runs body once per thread of every block; what cudaGetLastError and the next
-// synchronizing call report. Blocks run concurrently on the thread pool, or one by one
-// in a seeded order (setSchedule).
-cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream, const std::function<void()>& body);
+// Queues a launch on `stream` (runtime_state.h's enqueue) that runs body once per thread
+// of every block; a bad configuration is what cudaGetLastError reports, a failure while
+// running what the stream's next synchronisation does. Blocks run concurrently on the
+// thread pool, or one by one in a seeded order (setSchedule).
+cudaError_t launch(dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream, std::function<void()> body);
 
 }  // namespace cuda_emulation
 }  // namespace hb

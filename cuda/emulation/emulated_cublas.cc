@@ -2,6 +2,9 @@
 
 #include <cuda_runtime.h>
 
+#include <exception>
+#include <string>
+
 #include "cuda/emulation/runtime_state.h"
 #include "native/kernels/sgemm.h"
 
@@ -51,12 +54,17 @@ int cublasSgemm(void* handle, int transa, int transb, int m, int n, int k, const
   }
   // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T, and a column-major
   // matrix's memory read row-major is its transpose.
-  try {
-    StreamTurn inOrder(static_cast<Handle*>(handle)->stream);
-    sgemmCpu(transb != 0, transa != 0, n, m, k, *alpha, B, ldb, A, lda, *beta, C, ldc);
-  } catch (...) {
-    return kInvalidValue;
-  }
+  // Queued on the handle's stream; alpha and beta are host values, read now as cuBLAS's
+  // host pointer mode reads them.
+  const cudaStream_t stream = static_cast<Handle*>(handle)->stream;
+  const float a = *alpha, b = *beta;
+  enqueue(stream, [=] {
+    try {
+      sgemmCpu(transb != 0, transa != 0, n, m, k, a, B, ldb, A, lda, b, C, ldc);
+    } catch (const std::exception& e) {
+      reportKernelFailure(stream, std::string("cublasSgemm: ") + e.what());
+    }
+  });
   return kSuccess;
 }
 

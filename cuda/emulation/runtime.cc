@@ -1,13 +1,15 @@
 // The CUDA runtime calls of cuda/emulation/include/cuda_runtime.h over host memory: one
-// device whose memory is the process's heap, streams that run their work at once (so
-// stream order holds trivially), and errors as the runtime reports them. Device memory
+// device whose memory is the process's heap, streams that queue their work until the host
+// waits for them (runtime_state.h's enqueue), and errors as the runtime reports them. Device memory
 // is tracked allocation by allocation, so a copy or memset that runs past an allocation,
 // a free of a pointer that is not one, and a double free are errors here as on a GPU.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -21,9 +23,14 @@ struct CUstream_st {
   unsigned flags = 0;
   std::recursive_mutex turn;
   std::string failure;  // a kernel's failure, reported by the next synchronisation of this stream
+  std::mutex queueMutex;
+  std::deque<std::function<void()>> queue;  // work issued and not run yet, in issue order
 };
 struct CUevent_st {
   unsigned flags = 0;
+  cudaStream_t stream = nullptr;     // where it was last recorded
+  std::atomic<uint64_t> recorded{0};  // records issued
+  std::atomic<uint64_t> reached{0};   // records its stream has run
 };
 
 namespace hb {
@@ -64,6 +71,7 @@ struct Memory {
   std::map<uintptr_t, Mapping> mappings;
   CUmemGenericAllocationHandle nextHandle = 1;
   size_t used = 0;
+  std::map<uintptr_t, size_t> pinned;  // page-locked host memory (cudaHostAlloc): start -> bytes
   std::set<CUstream_st*> streams;
   std::set<const CUevent_st*> events;
   std::string nullStreamFailure;  // as CUstream_st::failure, for the null stream
@@ -73,6 +81,8 @@ Memory& memory() {
   static Memory* state = new Memory();  // lives as long as the process
   return *state;
 }
+
+std::atomic<uint64_t> hostWaits{0};
 
 thread_local int currentDevice = 0;
 thread_local cudaError_t lastError = cudaSuccess;
@@ -172,7 +182,25 @@ cudaError_t release(void* pointer) {
   return cudaSuccess;
 }
 
-cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+bool pinnedRange(const void* pointer, size_t bytes) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(pointer);
+  auto after = m.pinned.upper_bound(start);
+  if (after == m.pinned.begin()) return false;
+  const auto& [base, size] = *std::prev(after);
+  return start >= base && start - base <= size && bytes <= size - (start - base);
+}
+
+// cudaMemcpyDefault as the direction the pointers say (device memory or not).
+cudaMemcpyKind directionOf(const void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (kind != cudaMemcpyDefault) return kind;
+  const bool dstDevice = deviceRange(dst, bytes), srcDevice = deviceRange(src, bytes);
+  return dstDevice ? (srcDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                   : (srcDevice ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+}
+
+cudaError_t checkCopy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return invalid("cudaMemcpy with a null pointer");
   const bool dstDevice = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
@@ -184,8 +212,40 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) 
   if (srcDevice && !deviceRange(src, bytes)) {
     return invalid("cudaMemcpy: the source range [" + std::to_string(bytes) + " bytes] is not inside one device allocation");
   }
-  std::memmove(dst, src, bytes);
   return cudaSuccess;
+}
+
+cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (cudaError_t bad = checkCopy(dst, src, bytes, kind)) return bad;
+  if (bytes > 0) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+// Whether an asynchronous copy of this direction waits for its stream and is done when
+// the call returns, as the runtime's are where one side is pageable host memory (the
+// runtime stages it through its own page-locked buffer); else it is queued.
+bool copiesAtOnce(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  switch (kind) {
+    case cudaMemcpyHostToDevice: return !pinnedRange(src, bytes);
+    case cudaMemcpyDeviceToHost: return !pinnedRange(dst, bytes);
+    case cudaMemcpyDeviceToDevice: return false;
+    default: return true;
+  }
+}
+
+// Checks a copy's ranges again when it runs: memory freed (or unpinned) between the
+// call and the run is a use after free on a GPU.
+void copyWhenRun(cudaStream_t stream, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* call) {
+  const bool dstDevice = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool srcDevice = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  const bool dstLive = dstDevice ? deviceRange(dst, bytes) : pinnedRange(dst, bytes);
+  const bool srcLive = srcDevice ? deviceRange(src, bytes) : pinnedRange(src, bytes);
+  if (!dstLive || !srcLive) {
+    reportKernelFailure(stream, std::string(call) + ": the " + (dstLive ? "source" : "destination") +
+                                    " was freed before the copy ran (stream order)");
+    return;
+  }
+  std::memmove(dst, src, bytes);
 }
 
 cudaError_t checkStream(cudaStream_t stream) {
@@ -198,6 +258,56 @@ cudaError_t checkStream(cudaStream_t stream) {
 }  // namespace
 
 void setLaunchError(cudaError_t error, const std::string& message) { remember(error, message); }
+
+namespace {
+
+void drainStream(cudaStream_t stream) {
+  StreamTurn inOrder(stream);
+  for (;;) {
+    std::function<void()> work;
+    {
+      std::lock_guard<std::mutex> lock(stream->queueMutex);
+      if (stream->queue.empty()) return;
+      work = std::move(stream->queue.front());
+      stream->queue.pop_front();
+    }
+    work();
+  }
+}
+
+}  // namespace
+
+void enqueue(cudaStream_t stream, std::function<void()> work) {
+  if (stream == nullptr) {
+    StreamTurn inOrder(stream);
+    work();
+    return;
+  }
+  if (!emulationOptions().deferred) {
+    StreamTurn inOrder(stream);
+    drainStream(stream);  // work queued before deferral was switched off comes first
+    work();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(stream->queueMutex);
+  stream->queue.push_back(std::move(work));
+}
+
+void drain(cudaStream_t stream) {
+  if (stream != nullptr) {
+    drainStream(stream);
+    return;
+  }
+  std::vector<CUstream_st*> all;
+  {
+    Memory& m = memory();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    all.assign(m.streams.begin(), m.streams.end());
+  }
+  for (CUstream_st* s : all) drainStream(s);
+}
+
+uint64_t hostWaitCount() { return hostWaits.load(); }
 
 void reportKernelFailure(cudaStream_t stream, const std::string& message) {
   Memory& m = memory();
@@ -291,7 +401,11 @@ cudaError_t cudaMemGetInfo(size_t* freeBytes, size_t* totalBytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return takeKernelFailure(nullptr, true); }
+cudaError_t cudaDeviceSynchronize() {
+  ++hostWaits;
+  drain(nullptr);
+  return takeKernelFailure(nullptr, true);
+}
 
 // A refused launch or call on this thread; a kernel's failure while running is its
 // stream's, reported by that stream's next synchronisation.
@@ -342,7 +456,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (stream == nullptr) return remember(cudaErrorInvalidResourceHandle);
   if (cudaError_t bad = checkStream(stream)) return bad;
-  { StreamTurn waitForRunningWork(stream); }  // the project never destroys a stream in use
+  drain(stream);  // the project never destroys a stream in use
   {
     Memory& m = memory();
     std::lock_guard<std::mutex> lock(m.mutex);
@@ -354,15 +468,33 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
-  { StreamTurn waitForRunningWork(stream); }
+  ++hostWaits;
+  drain(stream);
   return takeKernelFailure(stream);
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return checkStream(stream); }
+// The emulated device finishes a stream's work when asked whether it has (code may poll).
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (cudaError_t bad = checkStream(stream)) return bad;
+  if (stream != nullptr) drain(stream);
+  return cudaSuccess;
+}
 
+namespace {
+bool isEvent(cudaEvent_t event) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  return m.events.count(event) != 0;
+}
+}  // namespace
+
+// The stream runs the event's stream's work first (all of it: a wait that comes later than
+// a GPU's, which keeps the order).
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
   if (cudaError_t bad = checkStream(stream)) return bad;
-  return cudaEventQuery(event);
+  if (!isEvent(event)) return remember(cudaErrorInvalidResourceHandle);
+  if (event->stream != nullptr && event->stream != stream) drain(event->stream);
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
@@ -377,6 +509,8 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (!isEvent(event)) return remember(cudaErrorInvalidResourceHandle);
+  if (event->stream != nullptr) drain(event->stream);  // its queued record refers to it
   {
     Memory& m = memory();
     std::lock_guard<std::mutex> lock(m.mutex);
@@ -388,19 +522,69 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
-  return cudaEventQuery(event);
+  if (!isEvent(event)) return remember(cudaErrorInvalidResourceHandle);
+  // A record on another stream than the last one: that one's records come first.
+  if (event->stream != nullptr && event->stream != stream) drain(event->stream);
+  event->stream = stream;
+  const uint64_t record = event->recorded.fetch_add(1) + 1;
+  enqueue(stream, [event, record] {
+    uint64_t reached = event->reached.load();
+    while (reached < record && !event->reached.compare_exchange_weak(reached, record)) {
+    }
+  });
+  return cudaSuccess;
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t event) { return cudaEventQuery(event); }
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (!isEvent(event)) return remember(cudaErrorInvalidResourceHandle);
+  ++hostWaits;
+  if (event->stream != nullptr) drain(event->stream);
+  return cudaSuccess;
+}
 
+// Not ready until the host has waited for the event's stream: so code must handle both
+// answers (an emulated stream runs its work only when waited for).
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  Memory& m = memory();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  return m.events.count(event) ? cudaSuccess : remember(cudaErrorInvalidResourceHandle);
+  if (!isEvent(event)) return remember(cudaErrorInvalidResourceHandle);
+  return event->reached.load() >= event->recorded.load() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) { return allocate(pointer, bytes); }
-cudaError_t cudaFree(void* pointer) { return release(pointer); }
+// cudaFree waits for the device first, as the runtime's does.
+cudaError_t cudaFree(void* pointer) {
+  ++hostWaits;
+  drain(nullptr);
+  return release(pointer);
+}
+
+cudaError_t cudaHostAlloc(void** pointer, size_t bytes, unsigned) {
+  if (pointer == nullptr) return invalid("cudaHostAlloc: null output pointer");
+  void* block = std::aligned_alloc(kAlignment, (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment);
+  if (block == nullptr) return remember(cudaErrorMemoryAllocation);
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.pinned.emplace(reinterpret_cast<uintptr_t>(block), bytes);
+  *pointer = block;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void** pointer, size_t bytes) { return cudaHostAlloc(pointer, bytes, 0); }
+
+// As cudaFree: waits for the device first.
+cudaError_t cudaFreeHost(void* pointer) {
+  if (pointer == nullptr) return cudaSuccess;
+  ++hostWaits;
+  drain(nullptr);
+  {
+    Memory& m = memory();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (m.pinned.erase(reinterpret_cast<uintptr_t>(pointer)) == 0) {
+      return remember(cudaErrorInvalidValue, "cudaFreeHost of a pointer that cudaHostAlloc did not return (a double free?)");
+    }
+  }
+  std::free(pointer);
+  return cudaSuccess;
+}
 
 cudaError_t cudaMallocAsync(void** pointer, size_t bytes, cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
@@ -409,8 +593,14 @@ cudaError_t cudaMallocAsync(void** pointer, size_t bytes, cudaStream_t stream) {
 
 cudaError_t cudaFreeAsync(void* pointer, cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
-  StreamTurn inOrder(stream);
-  return release(pointer);
+  if (pointer == nullptr) return cudaSuccess;
+  if (!deviceRange(pointer, 1)) {
+    return remember(cudaErrorInvalidDevicePointer, "cudaFree of a pointer that is not a live device allocation (a double free?)");
+  }
+  enqueue(stream, [pointer, stream] {
+    if (release(pointer) != cudaSuccess) reportKernelFailure(stream, "cudaFreeAsync of a pointer freed before it ran (a double free?)");
+  });
+  return cudaSuccess;
 }
 
 // The emulated device frees at once and keeps no pool: its pool calls only check their
@@ -430,21 +620,33 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* v
 
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) { return pool ? cudaSuccess : remember(cudaErrorInvalidValue); }
 
+// On the legacy null stream, which does not wait for the project's (non-blocking) streams.
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  ++hostWaits;
   if (cudaError_t failed = takeKernelFailure(nullptr, true)) return failed;
-  return copy(dst, src, bytes, kind);
+  return copy(dst, src, bytes, directionOf(dst, src, bytes, kind));
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
-  StreamTurn inOrder(stream);
-  return copy(dst, src, bytes, kind);
+  kind = directionOf(dst, src, bytes, kind);
+  if (cudaError_t bad = checkCopy(dst, src, bytes, kind)) return bad;
+  if (bytes == 0) return cudaSuccess;
+  if (copiesAtOnce(dst, src, bytes, kind)) {
+    if (kind != cudaMemcpyHostToHost) {
+      ++hostWaits;
+      drain(stream);
+    }
+    std::memmove(dst, src, bytes);
+    return cudaSuccess;
+  }
+  enqueue(stream, [=] { copyWhenRun(stream, dst, src, bytes, kind, "cudaMemcpyAsync"); });
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width, size_t height,
                               cudaMemcpyKind kind, cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
-  StreamTurn inOrder(stream);
   if (width == 0 || height == 0) return cudaSuccess;
   if (width > dstPitch || width > srcPitch) return invalid("cudaMemcpy2D: width is larger than a pitch");
   // Each side's rows must lie in one allocation when that side is device memory.
@@ -456,9 +658,32 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dstPitch, const void* src, size_
   if (srcDevice && !deviceRange(src, srcPitch * (height - 1) + width)) {
     return invalid("cudaMemcpy2D: the source rows are not inside one device allocation");
   }
-  for (size_t row = 0; row < height; ++row) {
-    std::memmove(static_cast<char*>(dst) + row * dstPitch, static_cast<const char*>(src) + row * srcPitch, width);
+  auto rows = [=] {
+    for (size_t row = 0; row < height; ++row) {
+      std::memmove(static_cast<char*>(dst) + row * dstPitch, static_cast<const char*>(src) + row * srcPitch, width);
+    }
+  };
+  const size_t dstSpan = dstPitch * (height - 1) + width, srcSpan = srcPitch * (height - 1) + width;
+  const bool atOnce = kind == cudaMemcpyHostToDevice ? !pinnedRange(src, srcSpan)
+                      : kind == cudaMemcpyDeviceToHost ? !pinnedRange(dst, dstSpan)
+                                                       : kind != cudaMemcpyDeviceToDevice;
+  if (atOnce) {
+    if (kind != cudaMemcpyHostToHost) {
+      ++hostWaits;
+      drain(stream);
+    }
+    rows();
+    return cudaSuccess;
   }
+  enqueue(stream, [=] {
+    const bool live = (dstDevice ? deviceRange(dst, dstSpan) : pinnedRange(dst, dstSpan)) &&
+                      (srcDevice ? deviceRange(src, srcSpan) : pinnedRange(src, srcSpan));
+    if (!live) {
+      reportKernelFailure(stream, "cudaMemcpy2DAsync: a side was freed before the copy ran (stream order)");
+      return;
+    }
+    rows();
+  });
   return cudaSuccess;
 }
 
@@ -466,21 +691,32 @@ cudaError_t cudaMemset(void* pointer, int value, size_t bytes) { return cudaMems
 
 cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
-  StreamTurn inOrder(stream);
   if (!deviceRange(pointer, bytes)) return invalid("cudaMemset: the range is not inside one device allocation");
-  if (bytes > 0) std::memset(pointer, value, bytes);
+  if (bytes == 0) return cudaSuccess;
+  enqueue(stream, [=] {
+    if (!deviceRange(pointer, bytes)) {
+      reportKernelFailure(stream, "cudaMemsetAsync: the memory was freed before the memset ran (stream order)");
+      return;
+    }
+    std::memset(pointer, value, bytes);
+  });
   return cudaSuccess;
 }
 
 cudaError_t cudaMemset2DAsync(void* pointer, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
-  StreamTurn inOrder(stream);
   if (height == 0 || width == 0) return cudaSuccess;
   if (width > pitch) return invalid("cudaMemset2D: width is larger than the pitch");
   if (!deviceRange(pointer, pitch * (height - 1) + width)) {
     return invalid("cudaMemset2D: the rows are not inside one device allocation");
   }
-  for (size_t row = 0; row < height; ++row) std::memset(static_cast<char*>(pointer) + row * pitch, value, width);
+  enqueue(stream, [=] {
+    if (!deviceRange(pointer, pitch * (height - 1) + width)) {
+      reportKernelFailure(stream, "cudaMemset2DAsync: the memory was freed before the memset ran (stream order)");
+      return;
+    }
+    for (size_t row = 0; row < height; ++row) std::memset(static_cast<char*>(pointer) + row * pitch, value, width);
+  });
   return cudaSuccess;
 }
 

@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -20,10 +22,9 @@ void reportKernelFailure(cudaStream_t stream, const std::string& message);
 
 bool isStream(cudaStream_t stream);
 
-// Held while work runs "on" a stream. Work runs when issued, on the issuing host thread,
-// so two host threads may issue to one stream at once (the executor its kernels, the JS
-// thread a stream-ordered free): holding the stream serialises them as the stream's
-// order would on a GPU, where the free waits for the kernels queued before it.
+// Held while work runs "on" a stream: draining a stream runs its queued work under it,
+// so two host threads that drain one stream at once (the executor waiting for its kernels,
+// the JS thread for a copy) run its work once, in order.
 class StreamTurn {
  public:
   explicit StreamTurn(cudaStream_t stream);
@@ -34,6 +35,19 @@ class StreamTurn {
  private:
   std::recursive_mutex* mutex_;
 };
+
+// Queues `work` on `stream`, as a GPU queues a launch or an asynchronous copy: it runs, in
+// the stream's order, when the host next waits for that stream (cudaStreamSynchronize, an
+// event it recorded, a copy into pageable host memory, cudaDeviceSynchronize), on the
+// waiting thread. So code that reads a result before waiting for it reads what was there
+// before, and memory freed or reused before the work ran shows, as on a GPU. Work on the
+// null stream, and all work under HB_CUDA_EMULATE_DEFER=0, runs at once.
+void enqueue(cudaStream_t stream, std::function<void()> work);
+// Runs what is queued on `stream` (every stream's work for the null stream).
+void drain(cudaStream_t stream);
+// Host waits for the device so far: stream, event and device synchronisations and the copies
+// that wait for their stream (into pageable host memory, or from it to the device).
+uint64_t hostWaitCount();
 // True when [pointer, pointer + bytes) lies inside one live device allocation.
 bool isDeviceRange(const void* pointer, size_t bytes);
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cuda/cuda_backend.h"
+#include "cuda/emulation/runtime_state.h"
 #include "cuda/kernel_launch.h"
 #include "native/kernels/wire_cast.h"
 
@@ -66,6 +67,17 @@ __global__ void atomics(unsigned long long* count, int* maximum, float* halves) 
 }
 
 __global__ void nothing(int*) {}
+
+__global__ void storeValue(int* out, int value) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) *out = value;
+}
+
+// A stream of the project's kind (cuda_runtime.cu's compute and transfer streams).
+struct OwnStream {
+  OwnStream() { cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); }
+  ~OwnStream() { cudaStreamDestroy(stream); }
+  cudaStream_t stream = nullptr;
+};
 
 std::string errorText(cudaError_t status) {
   if (status == cudaSuccess) return std::string();
@@ -187,6 +199,65 @@ SelfTestResult runSelfTest(const std::string& name) {
     }
     mismatches.push_back(double(n));
     return finish(mismatches);
+  }
+  // Emulated device memory is host memory: these tests look at it directly to see when
+  // queued work ran.
+  if (name == "deferred_stream") {
+    // values: the kernel's result before and after the stream was waited for; whether its
+    // event was not ready before and after; the host waits that one wait counted.
+    OwnStream own;
+    DeviceArray<int> out(1);
+    cudaEvent_t event = nullptr;
+    cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    hb::cuda::launchKernel(storeValue, 1, 32, 0, own.stream, out.data, 7);
+    cudaEventRecord(event, own.stream);
+    const double before = *out.data;
+    const double notReadyBefore = cudaEventQuery(event) == cudaErrorNotReady;
+    const uint64_t waits = hostWaitCount();
+    cudaStreamSynchronize(own.stream);
+    const double waited = double(hostWaitCount() - waits);
+    const double after = *out.data;
+    const double notReadyAfter = cudaEventQuery(event) == cudaErrorNotReady;
+    cudaEventDestroy(event);
+    return finish({before, after, notReadyBefore, notReadyAfter, waited});
+  }
+  if (name == "host_copies") {
+    // values: a copy from page-locked memory changed after the call (read when the copy
+    // runs), one from pageable memory changed the same way (read at the call), and a copy
+    // into pageable memory of a queued kernel's result (done when the call returns).
+    OwnStream own;
+    DeviceArray<int> device(3);
+    int* pinned = nullptr;
+    cudaHostAlloc(reinterpret_cast<void**>(&pinned), sizeof(int), cudaHostAllocDefault);
+    *pinned = 1;
+    int pageable = 1;
+    // (The pageable copy first: it waits for the stream, which would run the other.)
+    cudaMemcpyAsync(device.data + 1, &pageable, sizeof(int), cudaMemcpyHostToDevice, own.stream);
+    cudaMemcpyAsync(device.data, pinned, sizeof(int), cudaMemcpyHostToDevice, own.stream);
+    *pinned = 2;
+    pageable = 2;
+    hb::cuda::launchKernel(storeValue, 1, 32, 0, own.stream, device.data + 2, 5);
+    int back = 0;
+    cudaMemcpyAsync(&back, device.data + 2, sizeof(int), cudaMemcpyDeviceToHost, own.stream);
+    const double copiedBack = back;
+    cudaStreamSynchronize(own.stream);
+    cudaFreeHost(pinned);
+    return finish({double(device.data[0]), double(device.data[1]), copiedBack});
+  }
+  if (name == "free_before_copy") {
+    // A copy queued on one stream from memory another stream frees first: the copy's
+    // stream reports it, as a GPU would fault.
+    OwnStream a, b;
+    DeviceArray<int> dst(1);
+    void* src = nullptr;
+    cudaMalloc(&src, sizeof(int));
+    cudaMemcpyAsync(dst.data, src, sizeof(int), cudaMemcpyDeviceToDevice, a.stream);
+    cudaFreeAsync(src, b.stream);
+    cudaStreamSynchronize(b.stream);
+    SelfTestResult r;
+    r.error = errorText(cudaStreamSynchronize(a.stream));
+    cudaGetLastError();
+    return r;
   }
   if (name == "oversized_block") {
     DeviceArray<int> out(1);

@@ -15,8 +15,8 @@ struct SelfTestResult {
 };
 
 // name: warp_intrinsics | block_sum | block_sum_without_barriers | divergent_barrier |
-// warp_mask_with_exited_lanes | atomics | wire_cast | oversized_block | copy_past_allocation |
-// double_free
+// warp_mask_with_exited_lanes | atomics | wire_cast | deferred_stream | host_copies |
+// free_before_copy | oversized_block | copy_past_allocation | double_free
 SelfTestResult runSelfTest(const std::string& name);
 
 }  // namespace cuda_emulation

@@ -16,7 +16,7 @@ namespace binding {
 namespace {
 
 #if defined(HB_CUDA_EMULATED)
-// cudaEmulation() -> { scheduleSeed, poison, launches, blocks, threads }
+// cudaEmulation() -> { scheduleSeed, poison, launches, blocks, threads, hostWaits, deferred }
 Napi::Value cudaEmulation(const Napi::CallbackInfo& info) {
   const cuda_emulation::EmulationOptions options = cuda_emulation::emulationOptions();
   const cuda_emulation::EmulationCounters counters = cuda_emulation::emulationCounters();
@@ -26,19 +26,29 @@ Napi::Value cudaEmulation(const Napi::CallbackInfo& info) {
   out.Set("launches", double(counters.launches));
   out.Set("blocks", double(counters.blocks));
   out.Set("threads", double(counters.threads));
+  out.Set("hostWaits", double(counters.hostWaits));
+  out.Set("deferred", options.deferred);
   return out;
 }
 
-// setCudaEmulation({ scheduleSeed, poison })
+// setCudaEmulation({ scheduleSeed, poison, deferred? }) (deferred: kept where not given)
 Napi::Value setCudaEmulation(const Napi::CallbackInfo& info) {
-  HB_CHECK(info.Length() == 1 && info[0].IsObject(), "setCudaEmulation: expected { scheduleSeed, poison }");
+  HB_CHECK(info.Length() == 1 && info[0].IsObject(), "setCudaEmulation: expected { scheduleSeed, poison, deferred? }");
   const Napi::Object spec = info[0].As<Napi::Object>();
   const double seed = numberArgument(spec.Get("scheduleSeed"), "setCudaEmulation: scheduleSeed");
   HB_CHECK(seed >= 0 && seed <= 9007199254740991.0 && seed == double(uint64_t(seed)),
            "setCudaEmulation: scheduleSeed must be a whole number >= 0, got ", seed);
   const Napi::Value poison = spec.Get("poison");
   HB_CHECK(poison.IsBoolean(), "setCudaEmulation: poison must be a boolean");
-  cuda_emulation::setEmulationOptions(cuda_emulation::EmulationOptions{uint64_t(seed), poison.As<Napi::Boolean>()});
+  cuda_emulation::EmulationOptions next = cuda_emulation::emulationOptions();
+  next.scheduleSeed = uint64_t(seed);
+  next.poison = poison.As<Napi::Boolean>();
+  const Napi::Value deferred = spec.Get("deferred");
+  if (!deferred.IsUndefined()) {
+    HB_CHECK(deferred.IsBoolean(), "setCudaEmulation: deferred must be a boolean");
+    next.deferred = deferred.As<Napi::Boolean>();
+  }
+  cuda_emulation::setEmulationOptions(next);
   return info.Env().Undefined();
 }
 

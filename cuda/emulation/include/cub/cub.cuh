@@ -2,8 +2,9 @@
 // signatures and two-phase temporary-storage protocol (a first call with null storage
 // asks how many bytes), computed on the host over the emulated device's memory with
 // CUB's documented results (a stable LSD radix sort on bits [beginBit, endBit), signed
-// keys ordered as numbers; scans; run-length encoding). Each checks its ranges are
-// device memory, as a kernel reading past an allocation on a GPU would fault.
+// keys ordered as numbers; scans; run-length encoding), queued on the stream as a GPU
+// queues CUB's kernels. Each checks its ranges are device memory, as a kernel reading past
+// an allocation on a GPU would fault.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -72,22 +73,23 @@ struct DeviceRadixSort {
         !emulated::device(valuesIn, count * sizeof(V)) || !emulated::device(valuesOut, count * sizeof(V))) {
       return emulated::refuse(kCall, "a key or value array is not inside one device allocation");
     }
-    hb::cuda_emulation::StreamTurn inOrder(stream);
-    const int width = endBit - beginBit;
-    const uint64_t mask = width >= 64 ? ~uint64_t(0) : (uint64_t(1) << width) - 1;
-    std::vector<uint64_t> digits(count);
-    for (size_t i = 0; i < count; ++i) digits[i] = (emulated::radixBits(keysIn[i]) >> beginBit) & mask;
-    std::vector<size_t> order(count);
-    std::iota(order.begin(), order.end(), size_t(0));
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return digits[a] < digits[b]; });
-    std::vector<K> keys(count);
-    std::vector<V> values(count);
-    for (size_t i = 0; i < count; ++i) {
-      keys[i] = keysIn[order[i]];
-      values[i] = valuesIn[order[i]];
-    }
-    std::copy(keys.begin(), keys.end(), keysOut);
-    std::copy(values.begin(), values.end(), valuesOut);
+    hb::cuda_emulation::enqueue(stream, [=] {
+      const int width = endBit - beginBit;
+      const uint64_t mask = width >= 64 ? ~uint64_t(0) : (uint64_t(1) << width) - 1;
+      std::vector<uint64_t> digits(count);
+      for (size_t i = 0; i < count; ++i) digits[i] = (emulated::radixBits(keysIn[i]) >> beginBit) & mask;
+      std::vector<size_t> order(count);
+      std::iota(order.begin(), order.end(), size_t(0));
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return digits[a] < digits[b]; });
+      std::vector<K> keys(count);
+      std::vector<V> values(count);
+      for (size_t i = 0; i < count; ++i) {
+        keys[i] = keysIn[order[i]];
+        values[i] = valuesIn[order[i]];
+      }
+      std::copy(keys.begin(), keys.end(), keysOut);
+      std::copy(values.begin(), values.end(), valuesOut);
+    });
     return cudaSuccess;
   }
 };
@@ -112,14 +114,15 @@ struct DeviceScan {
         !emulated::device(out, size_t(n) * sizeof(Out))) {
       return emulated::refuse(kCall, "a bad stream or count, or an array not inside one device allocation");
     }
-    hb::cuda_emulation::StreamTurn inOrder(stream);
-    Out sum = Out();
-    for (int i = 0; i < n; ++i) {
-      const Out x = Out(in[i]);  // read before writing: in and out may be the same array
-      if (inclusive) sum = sum + x;
-      out[i] = sum;
-      if (!inclusive) sum = sum + x;
-    }
+    hb::cuda_emulation::enqueue(stream, [=] {
+      Out sum = Out();
+      for (int i = 0; i < n; ++i) {
+        const Out x = Out(in[i]);  // read before writing: in and out may be the same array
+        if (inclusive) sum = sum + x;
+        out[i] = sum;
+        if (!inclusive) sum = sum + x;
+      }
+    });
     return cudaSuccess;
   }
 };
@@ -135,25 +138,29 @@ struct DeviceRunLengthEncode {
         !emulated::device(numRunsOut, sizeof(RunsOut))) {
       return emulated::refuse(kCall, "a bad stream or count, or an array not inside one device allocation");
     }
-    hb::cuda_emulation::StreamTurn inOrder(stream);
-    int runs = 0;
-    for (int i = 0; i < n; ++i) {
-      if (i == 0 || !(in[i] == in[i - 1])) ++runs;
-    }
-    if (!emulated::device(uniqueOut, size_t(runs) * sizeof(UniqueOut)) ||
-        !emulated::device(countsOut, size_t(runs) * sizeof(CountOut))) {
-      return emulated::refuse(kCall, "the runs do not fit the output arrays' device allocations");
-    }
-    int run = -1;
-    for (int i = 0; i < n; ++i) {
-      if (i == 0 || !(in[i] == in[i - 1])) {
-        ++run;
-        uniqueOut[run] = UniqueOut(in[i]);
-        countsOut[run] = CountOut(0);
+    // The runs are counted when the input is there: outputs too small for them fail the
+    // stream, as writing past them would on a GPU.
+    hb::cuda_emulation::enqueue(stream, [=] {
+      int runs = 0;
+      for (int i = 0; i < n; ++i) {
+        if (i == 0 || !(in[i] == in[i - 1])) ++runs;
       }
-      countsOut[run] = countsOut[run] + CountOut(1);
-    }
-    *numRunsOut = RunsOut(runs);
+      if (!emulated::device(uniqueOut, size_t(runs) * sizeof(UniqueOut)) ||
+          !emulated::device(countsOut, size_t(runs) * sizeof(CountOut))) {
+        hb::cuda_emulation::reportKernelFailure(stream, std::string(kCall) + ": the runs do not fit the output arrays' device allocations");
+        return;
+      }
+      int run = -1;
+      for (int i = 0; i < n; ++i) {
+        if (i == 0 || !(in[i] == in[i - 1])) {
+          ++run;
+          uniqueOut[run] = UniqueOut(in[i]);
+          countsOut[run] = CountOut(0);
+        }
+        countsOut[run] = countsOut[run] + CountOut(1);
+      }
+      *numRunsOut = RunsOut(runs);
+    });
     return cudaSuccess;
   }
 };
