@@ -109,6 +109,12 @@ void lookupBackwardApply(int device, const OptimizerHyper& hyper, const Optimize
 
 // The index of the first NaN or infinity in device memory x[0, n), or -1.
 int64_t firstNonFinite(int device, const float* x, int64_t n);
+// The same check queued on the compute stream without waiting for it: where x[0, n) holds
+// a NaN or infinity, *first becomes the least such index (if less) and *skip and
+// *anyFailed become 1. Device pointers; the caller set *first to ~0 and the flags to 0.
+void flagNonFinite(int device, const float* x, int64_t n, uint64_t* first, int32_t* skip, int32_t* anyFailed);
+// Device memory [p, p + bytes) set to `byte`, queued on the compute stream.
+void setDeviceBytes(int device, void* p, int byte, size_t bytes);
 
 // float32 <-> float16 / bfloat16 wire values (native/kernels/wire_cast.h), device pointers.
 void packWire(int device, const float* in, uint16_t* out, int64_t n, bool bfloat16);

@@ -22,6 +22,14 @@ DeviceContext& useDevice(int device);
 // `transfer` elsewhere (the JS thread), so synchronous calls do not wait for queued steps.
 cudaStream_t streamForThisThread(DeviceContext& context);
 
+// Queues a copy of `bytes` from host memory `src` to device memory `dst` on `stream`
+// without waiting for the stream (cuda/host_staging.cu): `src` is read before the call
+// returns and may be freed at once. False, with nothing queued, where it does not (a copy
+// over 16 MiB, or page-locked memory refused): the caller copies as before.
+bool copyToDeviceInOrder(int device, cudaStream_t stream, void* dst, const void* src, size_t bytes);
+// Frees the page-locked chunks once the device has copied out of every one.
+void releaseHostStaging(int device) noexcept;
+
 inline void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     cudaGetLastError();  // clear a sticky launch error so later calls report their own

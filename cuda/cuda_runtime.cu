@@ -103,9 +103,10 @@ void* allocate(int device, size_t bytes) {
 void releaseIdleDeviceMemory(int device) noexcept {
   try {
     DeviceContext& context = useDevice(device);
+    check(cudaStreamSynchronize(context.compute), "cudaStreamSynchronize");
+    releaseHostStaging(device);
     if (!context.memoryPools) return;
     cudaMemPool_t pool = nullptr;
-    check(cudaStreamSynchronize(context.compute), "cudaStreamSynchronize");
     check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
     check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
   } catch (...) {
@@ -126,6 +127,15 @@ void release(int device, void* pointer) noexcept {
 static void copy(int device, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   DeviceContext& context = useDevice(device);
   cudaStream_t stream = streamForThisThread(context);
+  if (onExecutorThread) {
+    // The executor's copies into the device are used by its later work, in stream order:
+    // nothing needs to wait for them (a step's feeds and ids, a device-to-device copy).
+    if (kind == cudaMemcpyDeviceToDevice) {
+      check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "cudaMemcpyAsync");
+      return;
+    }
+    if (kind == cudaMemcpyHostToDevice && copyToDeviceInOrder(device, stream, dst, src, bytes)) return;
+  }
   check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "cudaMemcpyAsync");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }

@@ -63,8 +63,10 @@ int bitsFor(uint64_t maxKey) {
   return bits;
 }
 
-void toDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  if (bytes > 0) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync to the device");
+// Host arrays (ids, splits, weights) into device memory, in the stream's order.
+void toDevice(int device, void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0 || copyToDeviceInOrder(device, stream, dst, src, bytes)) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync to the device");
 }
 
 // ---- Segments ----
@@ -300,6 +302,7 @@ __device__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 // `skipLong`, segments of more than kLongSegment entries are left to segmentColumnsLong.
 template <typename Source>
 __global__ void segmentColumns(Source source, SegmentView s, int64_t width, Sink sink, bool skipLong) {
+  if (sink.update && updateSkipped(sink.hyper)) return;  // the gradient was not finite (uniform over the grid)
   const int64_t segments = s.count[0];
   const bool spans = s.count[1] != 0;
   for (int64_t i = threadIndex(); i < segments * width; i += threadCount()) {
@@ -408,6 +411,7 @@ __global__ void sumPieces(Source source, SegmentView s, int64_t width, Sink sink
 template <typename Source>
 __global__ void finishPieces(Source source, SegmentView s, int64_t width, Sink sink, const int32_t* pieced,
                              const int32_t* pieceEnds, const int32_t* piecedCount, const float* partial) {
+  if (sink.update && updateSkipped(sink.hyper)) return;  // the gradient was not finite (uniform over the grid)
   const int64_t count = *piecedCount;
   const bool spans = s.count[1] != 0;
   for (int64_t i = threadIndex(); i < count * width; i += threadCount()) {
@@ -436,6 +440,7 @@ __global__ void finishPieces(Source source, SegmentView s, int64_t width, Sink s
 template <typename Source>
 __global__ void segmentColumnsLong(Source source, SegmentView s, int64_t width, Sink sink, const int32_t* list,
                                    const int32_t* listCount, int32_t tileWidth, int32_t chunk) {
+  if (sink.update && updateSkipped(sink.hyper)) return;  // the gradient was not finite (uniform over the grid)
   using Entry = typename Source::Entry;
   Entry* entries = dynamicSharedMemory<Entry>();
   float* staged = reinterpret_cast<float*>(entries + chunk);
@@ -485,6 +490,7 @@ __global__ void segmentColumnsLong(Source source, SegmentView s, int64_t width, 
 template <typename Source>
 __global__ void segmentRows(Source source, SegmentView s, int64_t width, Sink sink, const float* table,
                             float* globalRows) {
+  if (sink.update && updateSkipped(sink.hyper)) return;  // the gradient was not finite (uniform over the grid)
   float* shared = dynamicSharedMemory<float>();
   float* unitRow = globalRows ? globalRows + int64_t(blockIdx.x) * 3 * width : shared;
   float* sumRow = unitRow + width;
@@ -643,10 +649,12 @@ void launchSegments(int device, cudaStream_t stream, const Source& source, const
 }
 
 __global__ void adamDecayAll(OptimizerHyper h, OptimizerTarget t) {
+  if (updateSkipped(h)) return;
   for (int64_t i = threadIndex(); i < t.rows * t.width; i += threadCount()) adamDecay(h, t.s0 + i, t.s1 + i);
 }
 
 __global__ void adamMoveAll(OptimizerHyper h, OptimizerTarget t) {
+  if (updateSkipped(h)) return;
   for (int64_t i = threadIndex(); i < t.rows * t.width; i += threadCount()) adamMove(h, t.var + i, t.s0[i], t.s1[i]);
 }
 
@@ -728,16 +736,16 @@ void stageLookups(int device, cudaStream_t stream, const std::vector<EmbeddingLo
   staged->keys = Scratch(device, size_t(entries) * sizeof(K));
   staged->maxNorms = Scratch(device, maxNorms.size() * sizeof(float));
   // All host copies first: a copy from pageable memory waits for the stream.
-  toDevice(staged->maxNorms.as<float>(), maxNorms.data(), maxNorms.size() * sizeof(float), stream);
+  toDevice(device, staged->maxNorms.as<float>(), maxNorms.data(), maxNorms.size() * sizeof(float), stream);
   int64_t entryOffset = 0;
   for (const EmbeddingLookupArgs& a : lookups) {
     const size_t idBytes = size_t(a.numIds) * (a.idsAreInt64 ? sizeof(int64_t) : sizeof(int32_t));
     staged->ids.emplace_back(device, idBytes);
     staged->splits.emplace_back(device, size_t(a.batch + 1) * sizeof(int32_t));
-    toDevice(staged->ids.back().as<void>(), a.ids, idBytes, stream);
-    toDevice(staged->splits.back().as<void>(), a.rowSplits, size_t(a.batch + 1) * sizeof(int32_t), stream);
+    toDevice(device, staged->ids.back().as<void>(), a.ids, idBytes, stream);
+    toDevice(device, staged->splits.back().as<void>(), a.rowSplits, size_t(a.batch + 1) * sizeof(int32_t), stream);
     if (a.weights) {
-      toDevice(staged->weightOf.as<float>() + entryOffset, a.weights, size_t(a.numIds) * sizeof(float), stream);
+      toDevice(device, staged->weightOf.as<float>() + entryOffset, a.weights, size_t(a.numIds) * sizeof(float), stream);
     }
     entryOffset += a.numIds;
   }
@@ -855,7 +863,9 @@ void lookupBackwardApplyTyped(int device, const OptimizerHyper& h, const Optimiz
     const bool wholeRows = staged.clipped || h.kind == OptimizerKind::RowwiseAdagrad;
     launchSegments(device, stream, staged.source(), segments, n, n, t.width, sink, wholeRows, t.var);
   });
-  finish(stream, "fused embedding backward and update");
+  // No wait: the update is in the stream's order before anything that reads the table
+  // (a failure shows at the step's synchronisation).
+  check(cudaGetLastError(), "fused embedding backward and update");
 }
 
 template <typename Id, typename K>
@@ -875,7 +885,7 @@ void applyIndexedSlicesTyped(int device, const OptimizerHyper& h, const Optimize
   if (any) {
     const size_t idBytes = size_t(n) * (indicesAreInt64 ? sizeof(int64_t) : sizeof(int32_t));
     Scratch staged(device, idBytes), keys(device, size_t(n) * sizeof(K));
-    toDevice(staged.as<void>(), indices, idBytes, stream);
+    toDevice(device, staged.as<void>(), indices, idBytes, stream);
     const unsigned blocks = gridFor(n, kThreads, kMaxBlocks);
     if (indicesAreInt64) launchKernel(sliceKeys<int64_t, K>, blocks, kThreads, 0, stream, staged.as<int64_t>(), n, keys.as<K>());
     else launchKernel(sliceKeys<int32_t, K>, blocks, kThreads, 0, stream, staged.as<int32_t>(), n, keys.as<K>());
@@ -893,7 +903,7 @@ void applyIndexedSlicesTyped(int device, const OptimizerHyper& h, const Optimize
     launchSegments(device, stream, SliceSource{values, t.width}, segments, n, n, t.width, sink,
                    h.kind == OptimizerKind::RowwiseAdagrad, t.var);
   });
-  finish(stream, "sparse optimizer update");
+  check(cudaGetLastError(), "sparse optimizer update");  // no wait, as the fused update
 }
 
 bool smallKeys(int64_t rows) { return uint64_t(rows) <= uint64_t(UINT32_MAX); }

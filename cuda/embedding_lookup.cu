@@ -169,8 +169,9 @@ void embeddingLookup(int device, const EmbeddingLookupArgs& args) {
   DeviceContext& context = useDevice(device);
   if (args.idsAreInt64) launchVariant<int64_t>(args, context.compute);
   else launchVariant<int32_t>(args, context.compute);
+  // No wait: what reads the result is queued after it (a failure shows at the next
+  // synchronisation: the step's end, or a read of the result).
   check(cudaGetLastError(), "embedding lookup kernel launch");
-  check(cudaStreamSynchronize(context.compute), "embedding lookup kernel");
 }
 
 }  // namespace cuda

@@ -1,5 +1,7 @@
 // native/kernels/finite_check.h on the GPU: each thread folds the index of a bad value
 // into the minimum, so the first one is found whatever the schedule.
+#include <algorithm>
+
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
 #include "cuda/kernel_launch.h"
@@ -16,7 +18,36 @@ __global__ void firstNonFiniteKernel(const float* x, int64_t n, unsigned long lo
   }
 }
 
+__global__ void flagNonFiniteKernel(const float* x, int64_t n, unsigned long long* first, int32_t* skip, int32_t* anyFailed) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    if (!finiteFloat(x[i])) {
+      atomicMin(first, static_cast<unsigned long long>(i));
+      // Every writer stores the same 1: no atomic needed.
+      *skip = 1;
+      *anyFailed = 1;
+    }
+  }
+}
+
+int blocksFor(int64_t n, int threads) { return int(std::min<int64_t>((n + threads - 1) / threads, 4096)); }
+
 }  // namespace
+
+void flagNonFinite(int device, const float* x, int64_t n, uint64_t* first, int32_t* skip, int32_t* anyFailed) {
+  if (n == 0) return;
+  DeviceContext& context = useDevice(device);
+  const int threads = 256;
+  static_assert(sizeof(uint64_t) == sizeof(unsigned long long), "a 64-bit atomicMin");
+  launchKernel(flagNonFiniteKernel, blocksFor(n, threads), threads, 0, context.compute, x, n,
+               reinterpret_cast<unsigned long long*>(first), skip, anyFailed);
+  check(cudaGetLastError(), "flagNonFinite launch");
+}
+
+void setDeviceBytes(int device, void* p, int byte, size_t bytes) {
+  if (bytes == 0) return;
+  DeviceContext& context = useDevice(device);
+  check(cudaMemsetAsync(p, byte, bytes, context.compute), "cudaMemsetAsync");
+}
 
 int64_t firstNonFinite(int device, const float* x, int64_t n) {
   if (n == 0) return -1;
@@ -28,8 +59,7 @@ int64_t firstNonFinite(int device, const float* x, int64_t n) {
   try {
     check(cudaMemcpyAsync(first, &none, sizeof none, cudaMemcpyHostToDevice, stream), "firstNonFinite");
     const int threads = 256;
-    const int blocks = int(std::min<int64_t>((n + threads - 1) / threads, 4096));
-    launchKernel(firstNonFiniteKernel, blocks, threads, 0, stream, x, n, first);
+    launchKernel(firstNonFiniteKernel, blocksFor(n, threads), threads, 0, stream, x, n, first);
     check(cudaGetLastError(), "firstNonFinite launch");
     check(cudaMemcpyAsync(&found, first, sizeof found, cudaMemcpyDeviceToHost, stream), "firstNonFinite");
     check(cudaStreamSynchronize(stream), "firstNonFinite");

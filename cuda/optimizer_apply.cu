@@ -14,18 +14,15 @@ namespace cuda {
 namespace {
 
 __global__ void denseElements(OptimizerHyper h, OptimizerTarget t, const float* grad) {
+  if (updateSkipped(h)) return;
   const int64_t i = elementIndex();
   if (i < t.rows * t.width) applyElement(h, t.var + i, t.s0 ? t.s0 + i : nullptr, t.s1 ? t.s1 + i : nullptr, grad[i]);
 }
 
 __global__ void denseRowwise(OptimizerHyper h, OptimizerTarget t, const float* grad) {
+  if (updateSkipped(h)) return;
   const int64_t r = elementIndex();
   if (r < t.rows) applyRowwiseAdagradRow(h, t.var + r * t.width, t.s0 + r, grad + r * t.width, t.width);
-}
-
-void finish(cudaStream_t stream, const char* what) {
-  check(cudaGetLastError(), what);
-  check(cudaStreamSynchronize(stream), what);
 }
 
 }  // namespace
@@ -39,7 +36,7 @@ void applyDense(int device, const OptimizerHyper& h, const OptimizerTarget& t, c
   } else {
     launchKernel(denseElements, elementBlocks(total), kElementThreads, 0, context.compute, h, t, grad);
   }
-  finish(context.compute, "dense optimizer update");
+  check(cudaGetLastError(), "dense optimizer update");  // no wait, as the sparse updates
 }
 
 }  // namespace cuda

@@ -21,6 +21,7 @@
       "native/kernels/feature_transform_cpu.cc",
       "native/kernels/vocabulary_table.cc",
       "native/train/optimizer_apply.cc",
+      "native/train/deferred_finite_checks.cc",
       "native/train/embedding_backward.cc",
       "native/train/lookup_backward_apply.cc",
       "native/embedding/embedding_lookup.cc",
@@ -114,6 +115,7 @@
     ],
     "hb_cuda_sources": [
       "cuda/cuda_runtime.cu",
+      "cuda/host_staging.cu",
       "cuda/device_space.cu",
       "cuda/table_rows.cu",
       "cuda/embedding_lookup.cu",

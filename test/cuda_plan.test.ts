@@ -10,7 +10,7 @@ import { CompiledStep } from '../lib/graph/compiled_step';
 import { Graph, VariableStore } from '../lib/graph/graph';
 import { raggedFeed } from '../lib/graph/ragged_feed';
 import { KernelAttrValue, native, NativeTensorHandle } from '../lib/native';
-import { describeCuda } from './support/devices';
+import { cudaEmulated, describeCuda } from './support/devices';
 import { dataset, EVAL, numDense, tables, TRAIN } from './support/planted_data';
 import { randomSource } from './support/reference';
 
@@ -396,6 +396,89 @@ describeCuda('the lookup chain in a CUDA plan', () => {
       const gpu = await train('cuda:0', tableDevice, fuse);
       expect(gpu.seen).toEqual(cpu.seen);
       expect(gpu.table).toEqual(cpu.table);
+    }
+  });
+});
+
+describeCuda('a CUDA step waits for the device once, not once per update', () => {
+  // `tables` tables, each looked up and updated (Adagrad, fused), under one dense weight.
+  function stepWithTables(device: string, tables: number) {
+    const ids = hb.ragged(BigInt64Array.from([3n, 9n, 9n, 0n, 17n, 3n]), Int32Array.from([0, 3, 3, 6]));
+    const graph = new Graph(new VariableStore(), 'train', device);
+    const outs = Array.from({ length: tables }, (_, k) => {
+      const table = hb.variable(Float32Array.from({ length: 20 * 4 }, (_, i) => 0.01 * ((i + k) % 13)), { shape: [20, 4], name: `waits_table_${k}`, device });
+      return lookupChain(graph.variableTensor(table), raggedFeed(graph, `f${k}`, () => ids, ids), { combiner: 'sum', name: `f${k}` });
+    });
+    const w = hb.variable(Float32Array.from([0.5, -0.5, 0.25, 1]), { shape: [4, 1], name: 'waits_dense', device });
+    const logits = hb.math.matmul(outs.reduce((a, b) => hb.math.add(a, b)), graph.variableTensor(w));
+    const loss = hb.math.reduceMean(hb.math.square(hb.math.addConstant(logits, -0.3)));
+    const step = new CompiledStep(graph, [loss], new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss).nodes);
+    const features = Object.fromEntries(Array.from({ length: tables }, (_, k) => [`f${k}`, ids]));
+    return async () => step.run(await step.prepare({ features }));
+  }
+
+  (cudaEmulated ? test : test.skip)('host waits per step do not grow with the tables and weights it updates (emulated device: it counts them)', async () => {
+    const perStep = async (tables: number) => {
+      const run = stepWithTables('cuda:0', tables);
+      await run();  // the first run makes the plan's buffers
+      const before = native.cudaEmulation().hostWaits;
+      for (let i = 0; i < 3; i++) await run();
+      return (native.cudaEmulation().hostWaits - before) / 3;
+    };
+    const two = await perStep(2);
+    const eight = await perStep(8);
+    // The loss fetched back, the gradient checks' one word, the step's end and the ids'
+    // host-side work: not a copy and a check per update (3 waits each before).
+    expect(eight).toBe(two);
+    expect(two).toBeLessThanOrEqual(10);
+  });
+
+  // A finite loss whose gradient is not: d sqrt(h)/dh is infinite at h = 0, and h = 0 * out
+  // makes the lookup output's gradient inf * 0 = NaN. The table's update is refused on the
+  // device as on the CPU, with the same error, and the table keeps its values; fused (one
+  // backward + update kernel) and not (IndexedSlices to sparse_apply).
+  // (The CPU's fused update checks the IndexedSlices its backward made; the GPU's checks
+  // the lookup output's gradient, which never leaves the device.)
+  test.each([
+    [true, { cpu: 'the gradient \\(IndexedSlices values\\)', 'cuda:0': 'the gradient of its lookup output' }],
+    [false, { cpu: 'the gradient \\(IndexedSlices values\\)', 'cuda:0': 'the gradient \\(IndexedSlices values\\)' }],
+  ])('a gradient that is not finite fails the step naming the table, which is not changed (fuse: %s)', async (fuse, whatOn) => {
+    const ids = hb.ragged(BigInt64Array.from([3n, 9n, 0n]), Int32Array.from([0, 2, 3]));
+    for (const device of ['cpu', 'cuda:0']) {
+      const t0 = Float32Array.from({ length: 20 * 4 }, (_, i) => 0.01 * i);
+      const table = hb.variable(t0, { shape: [20, 4], name: `guarded_${device.replace(':', '')}`, device });
+      const graph = new Graph(new VariableStore(), 'train', device);
+      const out = lookupChain(graph.variableTensor(table), raggedFeed(graph, 'f', () => ids, ids), { combiner: 'sum', name: 'f' });
+      const loss = hb.math.reduceSum(hb.math.sqrt(hb.math.scale(out, 0)));
+      const step = new CompiledStep(graph, [loss], new hb.train.AdagradOptimizer({ learningRate: 0.1 }).minimize(loss).nodes, { fuse });
+      const name = `[^ ]*guarded_${device.replace(':', '')}[_0-9]*`;
+      await expect(step.run(await step.prepare({ features: { f: ids } }))).rejects.toMatchObject({
+        code: 'HB_ERR_NAN',
+        message: expect.stringMatching(new RegExp(`^applyGradients\\(${name}\\): ${whatOn[device as 'cpu' | 'cuda:0']} is NaN or infinite at row 0, column 0; ${name} was not changed$`)),
+      });
+      expect(Array.from((await table.data()) as Float32Array)).toEqual(Array.from(t0));
+    }
+  });
+
+  test('a dense weight and a table whose gradients are not finite: the step fails, neither changes, on the GPU as on the CPU', async () => {
+    const ids = hb.ragged(BigInt64Array.from([3n, 9n, 0n]), Int32Array.from([0, 2, 3]));
+    for (const device of ['cpu', 'cuda:0']) {
+      const t0 = Float32Array.from({ length: 20 * 4 }, (_, i) => 0.01 * i);
+      const w0 = Float32Array.from([0.5, -0.5, 0.25, 1]);
+      const tag = device.replace(':', '');
+      const table = hb.variable(t0, { shape: [20, 4], name: `guarded_table_${tag}`, device });
+      const w = hb.variable(w0, { shape: [4, 1], name: `guarded_w_${tag}`, device });
+      const graph = new Graph(new VariableStore(), 'train', device);
+      const out = lookupChain(graph.variableTensor(table), raggedFeed(graph, 'f', () => ids, ids), { combiner: 'sum', name: 'f' });
+      // d loss / d logits is infinite times 0: NaN for w's gradient and the lookup's.
+      const loss = hb.math.reduceSum(hb.math.sqrt(hb.math.scale(hb.math.matmul(out, graph.variableTensor(w)), 0)));
+      const step = new CompiledStep(graph, [loss], new hb.train.MomentumOptimizer({ learningRate: 0.1, momentum: 0.9 }).minimize(loss).nodes);
+      await expect(step.run(await step.prepare({ features: { f: ids } }))).rejects.toMatchObject({
+        code: 'HB_ERR_NAN',
+        message: expect.stringMatching(new RegExp(`guarded_(table|w)_${tag}[_0-9]* was not changed$`)),
+      });
+      expect(Array.from((await table.data()) as Float32Array)).toEqual(Array.from(t0));
+      expect(Array.from((await w.data()) as Float32Array)).toEqual(Array.from(w0));
     }
   });
 });

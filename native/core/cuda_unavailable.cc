@@ -40,6 +40,8 @@ void copyDeviceToDevice(int, void*, const void*, size_t) { notCompiled(); }
 void embeddingLookup(int, const EmbeddingLookupArgs&) { notCompiled(); }
 void fill(int, float*, int64_t, const FillSpec&) { notCompiled(); }
 int64_t firstNonFinite(int, const float*, int64_t) { notCompiled(); }
+void flagNonFinite(int, const float*, int64_t, uint64_t*, int32_t*, int32_t*) { notCompiled(); }
+void setDeviceBytes(int, void*, int, size_t) { notCompiled(); }
 void packWire(int, const float*, uint16_t*, int64_t, bool) { notCompiled(); }
 void unpackWire(int, const uint16_t*, float*, int64_t, bool) { notCompiled(); }
 

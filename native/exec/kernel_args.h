@@ -14,6 +14,8 @@
 
 namespace hb {
 
+class DeferredFiniteChecks;
+
 // Per-run state that some kernels read: the optimizers' hyperparameters of this step
 // (update kernels take an index into them), the batch size, the plan's device.
 struct StepContext {
@@ -24,6 +26,9 @@ struct StepContext {
   int64_t globalStep = -1;
   std::vector<OptimizerHyper> hypers;
   Device device;
+  // A compiled GPU step's gradient checks, queued beside the updates and read at the
+  // step's end (native/train/deferred_finite_checks.h); null elsewhere.
+  DeferredFiniteChecks* finiteChecks = nullptr;
 };
 
 struct KernelArgs {

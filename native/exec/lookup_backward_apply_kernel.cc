@@ -40,7 +40,7 @@ void lookupBackwardApplyKernel(KernelArgs& args) {
     outGrads.push_back(onDevice(args.in[4 * k + 3], update.var.device()));
   }
   checkLookupBackwardApply(requests, outGrads, update);
-  runLookupBackwardApply(requests, outGrads, update);
+  runLookupBackwardApply(requests, outGrads, update, args.step ? args.step->finiteChecks : nullptr);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ void denseApplyKernel(KernelArgs& args) {
   OptimizerApplyRequest a = updateRequest(args);
   a.grad = args.in[0];
   checkOptimizerApply(a);
-  runOptimizerApply(a);
+  runOptimizerApply(a, args.step ? args.step->finiteChecks : nullptr);
 }
 
 // int64 copies of every indices input, one after the other, on the host.
@@ -126,7 +126,7 @@ void sparseApplyKernel(KernelArgs& args) {
   // A dynamic table's lookup names ids without a row (not admitted) -1: no update.
   if (attrOr(args, 1, 0) != 0) dropMissingRows(a, args.name);
   checkOptimizerApply(a);
-  runOptimizerApply(a);
+  runOptimizerApply(a, args.step ? args.step->finiteChecks : nullptr);
 }
 
 }  // namespace

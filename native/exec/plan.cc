@@ -345,6 +345,11 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
   context.globalStep = globalStep;
   context.hypers = hypers;
   context.device = device_;
+  if (device_.isCuda()) {
+    if (!finiteChecks_) finiteChecks_ = std::make_unique<DeferredFiniteChecks>(device_);
+    finiteChecks_->beginStep();
+    context.finiteChecks = finiteChecks_.get();
+  }
 
   // Temporaries share slots (lib/graph/compile.ts assigned them by liveness); each slot
   // grows to the largest value it holds for this batch size and is kept for the next run.
@@ -541,6 +546,16 @@ Plan::RunResult Plan::run(int64_t batch, const std::vector<Tensor>& feeds, const
     ++at;
   }
 
+  // A gradient that was not finite: its update was skipped on the device; the step fails
+  // here, as it would have at that update.
+  if (context.finiteChecks) {
+    try {
+      context.finiteChecks->throwIfAnyFailed();
+    } catch (const std::exception& e) {
+      tellPeersOfFailure(steps_.size(), e.what());
+      throw;
+    }
+  }
   RunResult result;
   for (int id : fetch) result.fetched.push_back(copyTensor(valueAt(id), Device::cpu()));
   // A kernel's failure shows in this step, not in a later one.

@@ -22,6 +22,7 @@
 #include "native/core/tensor.h"
 #include "native/exec/kernel_def.h"
 #include "native/exec/step_profile.h"
+#include "native/train/deferred_finite_checks.h"
 
 namespace hb {
 
@@ -130,6 +131,8 @@ class Plan {
   size_t optimizerCount_ = 0;
   bool hasExchanges_ = false;
   RecentRuns recent_;
+  // On a GPU: the updates' gradient checks, queued and read once at each run's end.
+  std::unique_ptr<DeferredFiniteChecks> finiteChecks_;
 };
 
 // The shape `shape` (with -1 / -2 dims) takes for a fed tensor of `size` elements and a

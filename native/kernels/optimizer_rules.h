@@ -48,7 +48,15 @@ struct OptimizerHyper {
   // loops). Set by the caller for each update.
   bool sparse = false;
   bool scalarRows = false;
+  // A GPU step's update is made only while this device flag (when given) holds 0: its
+  // gradient's check (flagNonFinite) sets it where a value is not finite, so that no NaN
+  // is written into the variable without the host waiting for the check. Null on the CPU.
+  const int32_t* skip = nullptr;
 };
+
+// Whether the update is not to be made (OptimizerHyper::skip); read by every GPU update
+// kernel before it writes.
+HB_HOST_DEVICE bool updateSkipped(const OptimizerHyper& h) { return h.skip != nullptr && *h.skip != 0; }
 
 HB_HOST_DEVICE float subRn(float a, float b) { return addRn(a, -b); }
 

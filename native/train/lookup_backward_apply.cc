@@ -57,7 +57,7 @@ void checkLookupBackwardApply(const std::vector<SparseLookupRequest>& lookups, c
 }
 
 void runLookupBackwardApply(const std::vector<SparseLookupRequest>& lookups, const std::vector<Tensor>& outGrads,
-                            const OptimizerApplyRequest& update) {
+                            const OptimizerApplyRequest& update, DeferredFiniteChecks* deferred) {
   const Device device = update.var.device();
   if (!device.isCuda()) {
     std::vector<Tensor> indices, rows;
@@ -72,20 +72,20 @@ void runLookupBackwardApply(const std::vector<SparseLookupRequest>& lookups, con
     a.indices = indices.size() == 1 ? indices[0] : stackRows(indices, DType::Int64, 1);
     a.values = rows.size() == 1 ? rows[0] : stackRows(rows, DType::Float32, a.var.shape[1]);
     checkOptimizerApply(a);
-    runOptimizerApply(a);
+    runOptimizerApply(a, deferred);
     return;
+  }
+  OptimizerHyper hyper = update.hyper;
+  for (size_t k = 0; k < outGrads.size(); ++k) {
+    checkFiniteGradient(outGrads[k], update.var.shape[1], update.name, "the gradient of its lookup output", deferred, &hyper);
   }
   std::vector<EmbeddingLookupArgs> args;
   std::vector<const float*> grads;
-  for (size_t k = 0; k < outGrads.size(); ++k) {
-    checkFiniteGradient(outGrads[k], update.var.shape[1], update.name, "the gradient of its lookup output");
-  }
   for (size_t k = 0; k < lookups.size(); ++k) {
     checkLookupValues(lookups[k]);  // ids in range before any kernel reads a row
     args.push_back(lookupBackwardArgs(lookups[k]));
     grads.push_back(outGrads[k].data<float>());
   }
-  OptimizerHyper hyper = update.hyper;
   const int64_t width = update.var.shape[1];
   // As runOptimizerApply sets them for IndexedSlices.
   hyper.sparse = true;

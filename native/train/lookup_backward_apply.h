@@ -19,7 +19,8 @@ namespace hb {
 // The check does the O(1) checks of the lookups and the update; the run does the rest.
 void checkLookupBackwardApply(const std::vector<SparseLookupRequest>& lookups, const std::vector<Tensor>& outGrads,
                               const OptimizerApplyRequest& update);
+// `deferred` (a compiled GPU step's): the gradients' checks are queued there.
 void runLookupBackwardApply(const std::vector<SparseLookupRequest>& lookups, const std::vector<Tensor>& outGrads,
-                            const OptimizerApplyRequest& update);
+                            const OptimizerApplyRequest& update, DeferredFiniteChecks* deferred = nullptr);
 
 }  // namespace hb

@@ -9,6 +9,7 @@
 #include "native/core/status.h"
 #include "native/kernels/finite_check.h"
 #include "native/kernels/sparse_grad.h"
+#include "native/train/deferred_finite_checks.h"
 
 namespace hb {
 
@@ -97,22 +98,36 @@ void checkOptimizerApply(const OptimizerApplyRequest& r) {
            " indices, ...", rowsOnly.shapeString(), "] for a variable of shape ", r.var.shapeString());
 }
 
+void failNonFiniteGradient(const std::string& variable, const std::string& what, int64_t index, int64_t width) {
+  const int64_t w = std::max<int64_t>(width, 1);
+  failWith(ErrorCode::NaN, "applyGradients(", variable, "): ", what, " is NaN or infinite at row ", index / w, ", column ",
+           index % w, "; ", variable, " was not changed");
+}
+
 void checkFiniteGradient(const Tensor& gradient, int64_t width, const std::string& variable, const char* what) {
   const Device device = gradient.device();
   const float* g = gradient.data<float>();
   const int64_t i = device.isCuda() ? cuda::firstNonFinite(device.index, g, gradient.size())
                                     : firstNonFiniteCpu(g, gradient.size());
-  if (i < 0) return;
-  const int64_t w = std::max<int64_t>(width, 1);
-  failWith(ErrorCode::NaN, "applyGradients(", variable, "): ", what, " is NaN or infinite at row ", i / w, ", column ",
-           i % w, "; ", variable, " was not changed");
+  if (i >= 0) failNonFiniteGradient(variable, what, i, width);
 }
 
-void runOptimizerApply(const OptimizerApplyRequest& request) {
+void checkFiniteGradient(const Tensor& gradient, int64_t width, const std::string& variable, const char* what,
+                         DeferredFiniteChecks* deferred, OptimizerHyper* hyper) {
+  if (deferred != nullptr && gradient.device().isCuda()) {
+    if (const int32_t* skip = deferred->check(gradient, width, variable, what, hyper->skip)) {
+      hyper->skip = skip;
+      return;
+    }
+  }
+  checkFiniteGradient(gradient, width, variable, what);
+}
+
+void runOptimizerApply(const OptimizerApplyRequest& request, DeferredFiniteChecks* deferred) {
+  OptimizerApplyRequest r = request;
   // A non-finite gradient would be written into the variable (and its slots) for good.
   checkFiniteGradient(request.sparse ? request.values : request.grad, widthOf(request.var), request.name,
-                      request.sparse ? "the gradient (IndexedSlices values)" : "the gradient");
-  OptimizerApplyRequest r = request;
+                      request.sparse ? "the gradient (IndexedSlices values)" : "the gradient", deferred, &r.hyper);
   r.hyper.sparse = r.sparse;
   r.hyper.scalarRows = r.sparse && widthOf(r.var) == 1;
   const Device device = r.var.device();

@@ -27,11 +27,21 @@ struct OptimizerApplyRequest {
 
 // Shapes, dtypes, devices, hyperparameters and index ranges, on the JS thread.
 void checkOptimizerApply(const OptimizerApplyRequest& r);
-// Duplicate summing and the update; on the variable's executor.
-void runOptimizerApply(const OptimizerApplyRequest& r);
+class DeferredFiniteChecks;
+
+// Duplicate summing and the update; on the variable's executor. `deferred` (a compiled
+// GPU step's): the gradient's check is queued there instead of waited for.
+void runOptimizerApply(const OptimizerApplyRequest& r, DeferredFiniteChecks* deferred = nullptr);
 
 // Throws HB_ERR_NAN naming `variable` and the row and column when `gradient` (float32,
 // on any device) holds a NaN or infinity. Every update calls it before it writes.
 void checkFiniteGradient(const Tensor& gradient, int64_t width, const std::string& variable, const char* what);
+// The same check for an update about to be queued: with `deferred` and a GPU gradient,
+// queued there, the update's skip flag set in *hyper (hyper->skip: a flag the update's
+// other gradients share); else checkFiniteGradient.
+void checkFiniteGradient(const Tensor& gradient, int64_t width, const std::string& variable, const char* what,
+                         DeferredFiniteChecks* deferred, OptimizerHyper* hyper);
+// checkFiniteGradient's error: element `index` of a gradient of rows of `width`.
+[[noreturn]] void failNonFiniteGradient(const std::string& variable, const std::string& what, int64_t index, int64_t width);
 
 }  // namespace hb
