@@ -12,6 +12,9 @@ struct DeviceContext {
   cudaStream_t compute = nullptr;   // the device executor's work, in order
   cudaStream_t transfer = nullptr;  // synchronous copies made from the JS thread
   bool memoryPools = false;         // cudaMallocAsync usable
+  // Recorded on `compute` before a copy on `transfer` touches device memory, which then
+  // waits for it: the executor's tasks end with their work issued, not done.
+  cudaEvent_t computeIssued = nullptr;
 };
 
 // Makes `device` current on the calling thread and returns its context, created on

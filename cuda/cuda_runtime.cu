@@ -55,6 +55,7 @@ DeviceContext& useDevice(int device) {
   DeviceContext context;
   check(cudaStreamCreateWithFlags(&context.compute, cudaStreamNonBlocking), "cudaStreamCreate");
   check(cudaStreamCreateWithFlags(&context.transfer, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cudaEventCreateWithFlags(&context.computeIssued, cudaEventDisableTiming), "cudaEventCreate");
   int pools = 0;
   cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device);
   context.memoryPools = pools != 0;
@@ -135,6 +136,14 @@ static void copy(int device, void* dst, const void* src, size_t bytes, cudaMemcp
       return;
     }
     if (kind == cudaMemcpyHostToDevice && copyToDeviceInOrder(device, stream, dst, src, bytes)) return;
+  } else {
+    // Another thread (the JS thread, the CPU executor copying a GPU tensor to the host):
+    // after everything the device's executor has issued, which its tasks no longer wait
+    // for (a lookup, an update, a staged copy), as a marker on that executor promises.
+    static std::mutex ordering;
+    std::lock_guard<std::mutex> lock(ordering);
+    check(cudaEventRecord(context.computeIssued, context.compute), "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream, context.computeIssued, 0), "cudaStreamWaitEvent");
   }
   check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "cudaMemcpyAsync");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");

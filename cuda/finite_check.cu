@@ -57,7 +57,9 @@ int64_t firstNonFinite(int device, const float* x, int64_t n) {
   const unsigned long long none = ~0ull;
   unsigned long long found = none;
   try {
-    check(cudaMemcpyAsync(first, &none, sizeof none, cudaMemcpyHostToDevice, stream), "firstNonFinite");
+    // All bits set is `none`: a memset, where a copy from this pageable variable would
+    // wait for the stream first.
+    check(cudaMemsetAsync(first, 0xff, sizeof none, stream), "firstNonFinite");
     const int threads = 256;
     launchKernel(firstNonFiniteKernel, blocksFor(n, threads), threads, 0, stream, x, n, first);
     check(cudaGetLastError(), "firstNonFinite launch");

@@ -136,10 +136,12 @@ describeEmulated('the emulated CUDA device', () => {
       );
     });
 
-    test('a bad deferred setting is refused', () => {
-      const { scheduleSeed, poison } = native.cudaEmulation();
+    test('deferral is set and read back, a bad setting refused', () => {
+      const { scheduleSeed, poison, deferred } = native.cudaEmulation();
       expect(() => native.setCudaEmulation({ scheduleSeed, poison, deferred: 1 as unknown as boolean })).toThrow(/deferred must be a boolean/);
-      expect(native.cudaEmulation().deferred).toBe(true);
+      expect(native.cudaEmulation().deferred).toBe(deferred);
+      expect(withDeferral(!deferred, () => native.cudaEmulation().deferred)).toBe(!deferred);
+      expect(native.cudaEmulation().deferred).toBe(deferred);
     });
   });
 

@@ -460,25 +460,97 @@ describeCuda('a CUDA step waits for the device once, not once per update', () =>
     }
   });
 
-  test('a dense weight and a table whose gradients are not finite: the step fails, neither changes, on the GPU as on the CPU', async () => {
-    const ids = hb.ragged(BigInt64Array.from([3n, 9n, 0n]), Int32Array.from([0, 2, 3]));
+  // Every update kernel reads the skip flag: the fused columns (Adagrad), whole rows
+  // (maxNorm, RowwiseAdagrad), a row with more than 64 entries (the long-segment kernels),
+  // non-lazy Adam's decay and move over every row, and the dense updates; variable and
+  // slots keep their values. On the GPU the checks are queued, not waited for: the failing
+  // step's waits (emulated device) are the step's own and the one read of the checks and of
+  // the failed one's index, 4 (8 when each check was waited for, the step stopping at it).
+  const WAITS_OF_A_FAILED_STEP = 4;
+  const optimizers: Array<[string, () => hb.train.Optimizer, boolean]> = [
+    ['Adagrad', () => new hb.train.AdagradOptimizer({ learningRate: 0.1 }), false],
+    ['Adagrad, maxNorm', () => new hb.train.AdagradOptimizer({ learningRate: 0.1 }), true],
+    ['RowwiseAdagrad', () => new hb.train.RowwiseAdagradOptimizer({ learningRate: 0.1 }), false],
+    ['Adam (not lazy)', () => new hb.train.AdamOptimizer({ learningRate: 0.1 }), false],
+    ['Momentum', () => new hb.train.MomentumOptimizer({ learningRate: 0.1, momentum: 0.9 }), false],
+  ];
+  test.each(optimizers)('gradients that are not finite: the step fails, the table, a dense weight and their slots keep their values (%s)', async (_, makeOptimizer, clipped) => {
+    // Row 3 is looked up 70 times (past the 64 entries the short-segment kernels take).
+    const hot = 70;
+    const ids = hb.ragged(BigInt64Array.from([...Array.from({ length: hot }, () => 3n), 9n, 0n]), Int32Array.from([0, hot, hot + 1, hot + 2]));
+    const waits: number[] = [];
     for (const device of ['cpu', 'cuda:0']) {
       const t0 = Float32Array.from({ length: 20 * 4 }, (_, i) => 0.01 * i);
       const w0 = Float32Array.from([0.5, -0.5, 0.25, 1]);
       const tag = device.replace(':', '');
       const table = hb.variable(t0, { shape: [20, 4], name: `guarded_table_${tag}`, device });
       const w = hb.variable(w0, { shape: [4, 1], name: `guarded_w_${tag}`, device });
-      const graph = new Graph(new VariableStore(), 'train', device);
-      const out = lookupChain(graph.variableTensor(table), raggedFeed(graph, 'f', () => ids, ids), { combiner: 'sum', name: 'f' });
-      // d loss / d logits is infinite times 0: NaN for w's gradient and the lookup's.
-      const loss = hb.math.reduceSum(hb.math.sqrt(hb.math.scale(hb.math.matmul(out, graph.variableTensor(w)), 0)));
-      const step = new CompiledStep(graph, [loss], new hb.train.MomentumOptimizer({ learningRate: 0.1, momentum: 0.9 }).minimize(loss).nodes);
-      await expect(step.run(await step.prepare({ features: { f: ids } }))).rejects.toMatchObject({
+      const build = () => {
+        const graph = new Graph(new VariableStore(), 'train', device);
+        const out = lookupChain(graph.variableTensor(table), raggedFeed(graph, 'f', () => ids, ids), { combiner: 'sum', maxNorm: clipped ? 0.5 : 0, name: 'f' });
+        const logits = hb.math.matmul(out, graph.variableTensor(w));
+        // d sqrt(0 * x) / dx is infinity times 0: NaN for w's gradient and the lookup's.
+        const loss = hb.math.reduceSum(hb.math.sqrt(hb.math.scale(logits, 0)));
+        const optimizer = makeOptimizer();
+        const step = new CompiledStep(graph, [loss], optimizer.minimize(loss).nodes);
+        return { step, optimizer };
+      };
+      const slotsOf = async (optimizer: hb.train.Optimizer) => {
+        const out: number[][] = [];
+        for (const v of [table, w]) {
+          for (const name of optimizer.getSlotNames()) out.push(Array.from((await optimizer.getSlot(v, name)!.data()) as Float32Array));
+        }
+        return out;
+      };
+      const { step, optimizer } = build();
+      const prepared = await step.prepare({ features: { f: ids } });
+      const slotsBefore = await slotsOf(optimizer);
+      const waitsBefore = cudaEmulated ? native.cudaEmulation().hostWaits : 0;
+      await expect(step.run(prepared)).rejects.toMatchObject({
         code: 'HB_ERR_NAN',
         message: expect.stringMatching(new RegExp(`guarded_(table|w)_${tag}[_0-9]* was not changed$`)),
       });
+      if (cudaEmulated && device !== 'cpu') waits.push(native.cudaEmulation().hostWaits - waitsBefore);
       expect(Array.from((await table.data()) as Float32Array)).toEqual(Array.from(t0));
       expect(Array.from((await w.data()) as Float32Array)).toEqual(Array.from(w0));
+      expect(await slotsOf(optimizer)).toEqual(slotsBefore);
+    }
+    if (waits.length) expect(waits[0]).toBeLessThanOrEqual(WAITS_OF_A_FAILED_STEP);
+  });
+});
+
+describeCuda('GPU work the executor did not wait for, read from elsewhere', () => {
+  // The GPU's executor ends a task with its work queued, not done: a copy made on another
+  // thread (the CPU executor copying a GPU tensor into a CPU one) waits for that work first.
+  test('an eager lookup\'s result copied into a CPU variable', async () => {
+    const table = hb.variable(Float32Array.from({ length: 20 * 4 }, (_, i) => i + 1), { shape: [20, 4], device: 'cuda:0' });
+    const ids = hb.ragged(BigInt64Array.from([3n, 9n]), Int32Array.from([0, 1, 2]));
+    const out = await hb.nn.embeddingLookupSparse(table, ids, { combiner: 'sum' });
+    const cpu = hb.variable(out, { device: 'cpu' });
+    expect(Array.from((await cpu.data()) as Float32Array)).toEqual([13, 14, 15, 16, 37, 38, 39, 40]);
+  });
+
+  test('an eager update, then its variable assigned to a CPU variable', async () => {
+    const w = hb.variable(Float32Array.from([1, 2, 3, 4]), { shape: [4], device: 'cuda:0' });
+    await new hb.train.GradientDescentOptimizer({ learningRate: 0.5 }).applyGradients([[hb.tensor(Float32Array.from([1, 1, 1, 1]), [4], 'float32', { device: 'cuda:0' }), w]]);
+    const cpu = hb.variable(Float32Array.from([0, 0, 0, 0]), { shape: [4], device: 'cpu' });
+    await cpu.assign(w);
+    expect(Array.from((await cpu.data()) as Float32Array)).toEqual([0.5, 1.5, 2.5, 3.5]);
+  });
+
+  // Copies into the device go through page-locked chunks that are written again only once
+  // the device has copied out of them: 72 assigns of 1 MiB (36 chunks' worth, past the 64
+  // MiB kept), a read every 8 (the device catches up, chunks free up), then every value.
+  test('many copies into the device in a row, through reused page-locked chunks, each lands', async () => {
+    const n = 1 << 18;
+    const targets = Array.from({ length: 72 }, () => hb.variable(new Float32Array(n), { shape: [n], device: 'cuda:0' }));
+    for (let k = 0; k < targets.length; k++) {
+      await targets[k].assign(hb.tensor(new Float32Array(n).fill(k + 1), [n], 'float32', { device: 'cpu' }));
+      if (k % 8 === 7) await targets[k - 3].read().then((t) => t.dispose());
+    }
+    for (let k = 0; k < targets.length; k++) {
+      const values = (await targets[k].data()) as Float32Array;
+      if (values[0] !== k + 1 || values[n - 1] !== k + 1) throw new Error(`target ${k}: ${values[0]} .. ${values[n - 1]}, not ${k + 1}`);
     }
   });
 });

@@ -10,10 +10,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cuda/emulation/emulation_options.h"
 #include "cuda/emulation/runtime_state.h"
@@ -31,6 +34,7 @@ struct CUevent_st {
   cudaStream_t stream = nullptr;     // where it was last recorded
   std::atomic<uint64_t> recorded{0};  // records issued
   std::atomic<uint64_t> reached{0};   // records its stream has run
+  std::atomic<uint64_t> toldNotReady{0};  // the record cudaEventQuery last said was not ready
 };
 
 namespace hb {
@@ -165,13 +169,16 @@ cudaError_t allocate(void** pointer, size_t bytes) {
   return cudaSuccess;
 }
 
-cudaError_t release(void* pointer) {
+// `remembering`: a bad pointer is this thread's last error (a call's); else the caller
+// reports it (a queued free, run by whichever thread waits).
+cudaError_t release(void* pointer, bool remembering = true) {
   if (pointer == nullptr) return cudaSuccess;
   Memory& m = memory();
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     auto found = m.allocations.find(reinterpret_cast<uintptr_t>(pointer));
     if (found == m.allocations.end()) {
+      if (!remembering) return cudaErrorInvalidDevicePointer;
       return remember(cudaErrorInvalidDevicePointer,
                       "cudaFree of a pointer that is not a live device allocation (a double free?)");
     }
@@ -261,6 +268,8 @@ void setLaunchError(cudaError_t error, const std::string& message) { remember(er
 
 namespace {
 
+constexpr size_t kMostQueued = 1024;  // about what a GPU's launch queue holds
+
 void drainStream(cudaStream_t stream) {
   StreamTurn inOrder(stream);
   for (;;) {
@@ -289,8 +298,14 @@ void enqueue(cudaStream_t stream, std::function<void()> work) {
     work();
     return;
   }
-  std::lock_guard<std::mutex> lock(stream->queueMutex);
-  stream->queue.push_back(std::move(work));
+  {
+    std::lock_guard<std::mutex> lock(stream->queueMutex);
+    stream->queue.push_back(std::move(work));
+    if (stream->queue.size() < kMostQueued) return;
+  }
+  // A full queue blocks the host until the device catches up, as a GPU's launch queue
+  // does: here, by running it (not counted as a wait: nothing asked for it).
+  drainStream(stream);
 }
 
 void drain(cudaStream_t stream) {
@@ -462,7 +477,12 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(m.mutex);
     if (m.streams.erase(stream) == 0) return remember(cudaErrorInvalidResourceHandle);
   }
-  delete stream;
+  // Kept, not deleted: drain(nullptr) on another thread may hold it in its list of every
+  // stream (the project destroys streams only in self-tests: a few bytes each).
+  static std::mutex retiredMutex;
+  static auto* retired = new std::vector<std::unique_ptr<CUstream_st>>();
+  std::lock_guard<std::mutex> lock(retiredMutex);
+  retired->emplace_back(stream);
   return cudaSuccess;
 }
 
@@ -477,7 +497,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
   if (stream != nullptr) drain(stream);
-  return cudaSuccess;
+  return takeKernelFailure(stream);
 }
 
 namespace {
@@ -538,15 +558,21 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!isEvent(event)) return remember(cudaErrorInvalidResourceHandle);
   ++hostWaits;
-  if (event->stream != nullptr) drain(event->stream);
-  return cudaSuccess;
+  if (event->stream == nullptr) return cudaSuccess;
+  drain(event->stream);
+  return takeKernelFailure(event->stream);
 }
 
-// Not ready until the host has waited for the event's stream: so code must handle both
-// answers (an emulated stream runs its work only when waited for).
+// Not ready the first time a record is asked about before its stream ran, so code meets
+// both answers; asked again, the device has caught up (its stream runs), so a loop that
+// polls ends, as on a GPU.
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!isEvent(event)) return remember(cudaErrorInvalidResourceHandle);
-  return event->reached.load() >= event->recorded.load() ? cudaSuccess : cudaErrorNotReady;
+  const uint64_t record = event->recorded.load();
+  if (event->reached.load() >= record) return cudaSuccess;
+  if (event->toldNotReady.exchange(record) != record) return cudaErrorNotReady;
+  if (event->stream != nullptr) drain(event->stream);
+  return cudaSuccess;
 }
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) { return allocate(pointer, bytes); }
@@ -598,7 +624,7 @@ cudaError_t cudaFreeAsync(void* pointer, cudaStream_t stream) {
     return remember(cudaErrorInvalidDevicePointer, "cudaFree of a pointer that is not a live device allocation (a double free?)");
   }
   enqueue(stream, [pointer, stream] {
-    if (release(pointer) != cudaSuccess) reportKernelFailure(stream, "cudaFreeAsync of a pointer freed before it ran (a double free?)");
+    if (release(pointer, false) != cudaSuccess) reportKernelFailure(stream, "cudaFreeAsync of a pointer freed before it ran (a double free?)");
   });
   return cudaSuccess;
 }
