@@ -136,10 +136,11 @@ static void copy(int device, void* dst, const void* src, size_t bytes, cudaMemcp
       return;
     }
     if (kind == cudaMemcpyHostToDevice && copyToDeviceInOrder(device, stream, dst, src, bytes)) return;
-  } else {
-    // Another thread (the JS thread, the CPU executor copying a GPU tensor to the host):
-    // after everything the device's executor has issued, which its tasks no longer wait
-    // for (a lookup, an update, a staged copy), as a marker on that executor promises.
+  } else if (kind != cudaMemcpyHostToDevice) {
+    // Another thread reading device memory (the CPU executor copying a GPU tensor to the
+    // host): after everything the device's executor has issued, which its tasks no longer
+    // wait for (a lookup, an update, a staged copy), as a marker on that executor promises.
+    // (Copies into the device from the JS thread fill new tensors: they wait for nothing.)
     static std::mutex ordering;
     std::lock_guard<std::mutex> lock(ordering);
     check(cudaEventRecord(context.computeIssued, context.compute), "cudaEventRecord");
