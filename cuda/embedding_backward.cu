@@ -735,7 +735,8 @@ void stageLookups(int device, cudaStream_t stream, const std::vector<EmbeddingLo
   staged->weightOf = Scratch(device, size_t(entries) * sizeof(float));
   staged->keys = Scratch(device, size_t(entries) * sizeof(K));
   staged->maxNorms = Scratch(device, maxNorms.size() * sizeof(float));
-  // All host copies first: a copy from pageable memory waits for the stream.
+  // All host copies first: they go through page-locked staging and do not wait, but one
+  // that falls back to pageable memory waits for the stream, best before any kernel here.
   toDevice(device, staged->maxNorms.as<float>(), maxNorms.data(), maxNorms.size() * sizeof(float), stream);
   int64_t entryOffset = 0;
   for (const EmbeddingLookupArgs& a : lookups) {
