@@ -294,6 +294,10 @@ struct ColumnSum {
 // would be the whole kernel's time.
 constexpr int32_t kLongSegment = 64;
 
+// Whether the sink's update is not to be made (its gradient was not finite): the same
+// answer for every thread of the grid, so a kernel may return before its barriers.
+__device__ bool updateRefused(const Sink& sink) { return sink.update && updateSkipped(sink.hyper); }
+
 __device__ int64_t segmentAt(const Sink& sink, int64_t k) { return sink.order ? sink.order[k] : k; }
 
 __device__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -302,7 +306,7 @@ __device__ int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 // `skipLong`, segments of more than kLongSegment entries are left to segmentColumnsLong.
 template <typename Source>
 __global__ void segmentColumns(Source source, SegmentView s, int64_t width, Sink sink, bool skipLong) {
-  if (sink.update && updateSkipped(sink.hyper)) return;  // the gradient was not finite (uniform over the grid)
+  if (updateRefused(sink)) return;
   const int64_t segments = s.count[0];
   const bool spans = s.count[1] != 0;
   for (int64_t i = threadIndex(); i < segments * width; i += threadCount()) {
@@ -411,7 +415,7 @@ __global__ void sumPieces(Source source, SegmentView s, int64_t width, Sink sink
 template <typename Source>
 __global__ void finishPieces(Source source, SegmentView s, int64_t width, Sink sink, const int32_t* pieced,
                              const int32_t* pieceEnds, const int32_t* piecedCount, const float* partial) {
-  if (sink.update && updateSkipped(sink.hyper)) return;  // the gradient was not finite (uniform over the grid)
+  if (updateRefused(sink)) return;
   const int64_t count = *piecedCount;
   const bool spans = s.count[1] != 0;
   for (int64_t i = threadIndex(); i < count * width; i += threadCount()) {
@@ -440,7 +444,7 @@ __global__ void finishPieces(Source source, SegmentView s, int64_t width, Sink s
 template <typename Source>
 __global__ void segmentColumnsLong(Source source, SegmentView s, int64_t width, Sink sink, const int32_t* list,
                                    const int32_t* listCount, int32_t tileWidth, int32_t chunk) {
-  if (sink.update && updateSkipped(sink.hyper)) return;  // the gradient was not finite (uniform over the grid)
+  if (updateRefused(sink)) return;
   using Entry = typename Source::Entry;
   Entry* entries = dynamicSharedMemory<Entry>();
   float* staged = reinterpret_cast<float*>(entries + chunk);
@@ -490,7 +494,7 @@ __global__ void segmentColumnsLong(Source source, SegmentView s, int64_t width, 
 template <typename Source>
 __global__ void segmentRows(Source source, SegmentView s, int64_t width, Sink sink, const float* table,
                             float* globalRows) {
-  if (sink.update && updateSkipped(sink.hyper)) return;  // the gradient was not finite (uniform over the grid)
+  if (updateRefused(sink)) return;
   float* shared = dynamicSharedMemory<float>();
   float* unitRow = globalRows ? globalRows + int64_t(blockIdx.x) * 3 * width : shared;
   float* sumRow = unitRow + width;

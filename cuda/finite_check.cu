@@ -12,19 +12,14 @@ namespace cuda {
 
 namespace {
 
-__global__ void firstNonFiniteKernel(const float* x, int64_t n, unsigned long long* first) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    if (!finiteFloat(x[i])) atomicMin(first, static_cast<unsigned long long>(i));
-  }
-}
-
-__global__ void flagNonFiniteKernel(const float* x, int64_t n, unsigned long long* first, int32_t* skip, int32_t* anyFailed) {
+// skip, anyFailed: flags set to 1 where a value is not finite (null: none).
+__global__ void firstNonFiniteKernel(const float* x, int64_t n, unsigned long long* first, int32_t* skip, int32_t* anyFailed) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     if (!finiteFloat(x[i])) {
       atomicMin(first, static_cast<unsigned long long>(i));
       // Every writer stores the same 1: no atomic needed.
-      *skip = 1;
-      *anyFailed = 1;
+      if (skip) *skip = 1;
+      if (anyFailed) *anyFailed = 1;
     }
   }
 }
@@ -38,7 +33,7 @@ void flagNonFinite(int device, const float* x, int64_t n, uint64_t* first, int32
   DeviceContext& context = useDevice(device);
   const int threads = 256;
   static_assert(sizeof(uint64_t) == sizeof(unsigned long long), "a 64-bit atomicMin");
-  launchKernel(flagNonFiniteKernel, blocksFor(n, threads), threads, 0, context.compute, x, n,
+  launchKernel(firstNonFiniteKernel, blocksFor(n, threads), threads, 0, context.compute, x, n,
                reinterpret_cast<unsigned long long*>(first), skip, anyFailed);
   check(cudaGetLastError(), "flagNonFinite launch");
 }
@@ -61,7 +56,8 @@ int64_t firstNonFinite(int device, const float* x, int64_t n) {
     // wait for the stream first.
     check(cudaMemsetAsync(first, 0xff, sizeof none, stream), "firstNonFinite");
     const int threads = 256;
-    launchKernel(firstNonFiniteKernel, blocksFor(n, threads), threads, 0, stream, x, n, first);
+    launchKernel(firstNonFiniteKernel, blocksFor(n, threads), threads, 0, stream, x, n, first, static_cast<int32_t*>(nullptr),
+                 static_cast<int32_t*>(nullptr));
     check(cudaGetLastError(), "firstNonFinite launch");
     check(cudaMemcpyAsync(&found, first, sizeof found, cudaMemcpyDeviceToHost, stream), "firstNonFinite");
     check(cudaStreamSynchronize(stream), "firstNonFinite");

@@ -228,33 +228,6 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) 
   return cudaSuccess;
 }
 
-// Whether an asynchronous copy of this direction waits for its stream and is done when
-// the call returns, as the runtime's are where one side is pageable host memory (the
-// runtime stages it through its own page-locked buffer); else it is queued.
-bool copiesAtOnce(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  switch (kind) {
-    case cudaMemcpyHostToDevice: return !pinnedRange(src, bytes);
-    case cudaMemcpyDeviceToHost: return !pinnedRange(dst, bytes);
-    case cudaMemcpyDeviceToDevice: return false;
-    default: return true;
-  }
-}
-
-// Checks a copy's ranges again when it runs: memory freed (or unpinned) between the
-// call and the run is a use after free on a GPU.
-void copyWhenRun(cudaStream_t stream, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* call) {
-  const bool dstDevice = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-  const bool srcDevice = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  const bool dstLive = dstDevice ? deviceRange(dst, bytes) : pinnedRange(dst, bytes);
-  const bool srcLive = srcDevice ? deviceRange(src, bytes) : pinnedRange(src, bytes);
-  if (!dstLive || !srcLive) {
-    reportKernelFailure(stream, std::string(call) + ": the " + (dstLive ? "source" : "destination") +
-                                    " was freed before the copy ran (stream order)");
-    return;
-  }
-  std::memmove(dst, src, bytes);
-}
-
 cudaError_t checkStream(cudaStream_t stream) {
   if (!isStream(stream)) {
     return remember(cudaErrorInvalidResourceHandle, "a stream that does not exist (destroyed, or never created)");
@@ -653,21 +626,54 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   return copy(dst, src, bytes, directionOf(dst, src, bytes, kind));
 }
 
+namespace {
+
+// Issues an asynchronous copy of `height` rows of `width` bytes (checked by the caller). As
+// the runtime's, one with a pageable host side waits for its stream and is done when the
+// call returns (the runtime stages it through its own page-locked buffer); others are
+// queued, and check their ranges again when they run: memory freed (or unpinned) in
+// between is a use after free on a GPU.
+cudaError_t issueCopy(cudaStream_t stream, void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                      size_t height, cudaMemcpyKind kind, const char* call) {
+  const bool dstDevice = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool srcDevice = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  const size_t dstSpan = dstPitch * (height - 1) + width, srcSpan = srcPitch * (height - 1) + width;
+  auto rows = [=] {
+    for (size_t row = 0; row < height; ++row) {
+      std::memmove(static_cast<char*>(dst) + row * dstPitch, static_cast<const char*>(src) + row * srcPitch, width);
+    }
+  };
+  const bool atOnce = kind == cudaMemcpyHostToHost || (!dstDevice && !pinnedRange(dst, dstSpan)) ||
+                      (!srcDevice && !pinnedRange(src, srcSpan));
+  if (atOnce) {
+    if (kind != cudaMemcpyHostToHost) {
+      ++hostWaits;
+      drain(stream);
+    }
+    rows();
+    return cudaSuccess;
+  }
+  enqueue(stream, [=] {
+    const bool dstLive = dstDevice ? deviceRange(dst, dstSpan) : pinnedRange(dst, dstSpan);
+    const bool srcLive = srcDevice ? deviceRange(src, srcSpan) : pinnedRange(src, srcSpan);
+    if (!dstLive || !srcLive) {
+      reportKernelFailure(stream, std::string(call) + ": the " + (dstLive ? "source" : "destination") +
+                                      " was freed before the copy ran (stream order)");
+      return;
+    }
+    rows();
+  });
+  return cudaSuccess;
+}
+
+}  // namespace
+
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   if (cudaError_t bad = checkStream(stream)) return bad;
   kind = directionOf(dst, src, bytes, kind);
   if (cudaError_t bad = checkCopy(dst, src, bytes, kind)) return bad;
   if (bytes == 0) return cudaSuccess;
-  if (copiesAtOnce(dst, src, bytes, kind)) {
-    if (kind != cudaMemcpyHostToHost) {
-      ++hostWaits;
-      drain(stream);
-    }
-    std::memmove(dst, src, bytes);
-    return cudaSuccess;
-  }
-  enqueue(stream, [=] { copyWhenRun(stream, dst, src, bytes, kind, "cudaMemcpyAsync"); });
-  return cudaSuccess;
+  return issueCopy(stream, dst, bytes, src, bytes, bytes, 1, kind, "cudaMemcpyAsync");
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width, size_t height,
@@ -684,33 +690,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dstPitch, const void* src, size_
   if (srcDevice && !deviceRange(src, srcPitch * (height - 1) + width)) {
     return invalid("cudaMemcpy2D: the source rows are not inside one device allocation");
   }
-  auto rows = [=] {
-    for (size_t row = 0; row < height; ++row) {
-      std::memmove(static_cast<char*>(dst) + row * dstPitch, static_cast<const char*>(src) + row * srcPitch, width);
-    }
-  };
-  const size_t dstSpan = dstPitch * (height - 1) + width, srcSpan = srcPitch * (height - 1) + width;
-  const bool atOnce = kind == cudaMemcpyHostToDevice ? !pinnedRange(src, srcSpan)
-                      : kind == cudaMemcpyDeviceToHost ? !pinnedRange(dst, dstSpan)
-                                                       : kind != cudaMemcpyDeviceToDevice;
-  if (atOnce) {
-    if (kind != cudaMemcpyHostToHost) {
-      ++hostWaits;
-      drain(stream);
-    }
-    rows();
-    return cudaSuccess;
-  }
-  enqueue(stream, [=] {
-    const bool live = (dstDevice ? deviceRange(dst, dstSpan) : pinnedRange(dst, dstSpan)) &&
-                      (srcDevice ? deviceRange(src, srcSpan) : pinnedRange(src, srcSpan));
-    if (!live) {
-      reportKernelFailure(stream, "cudaMemcpy2DAsync: a side was freed before the copy ran (stream order)");
-      return;
-    }
-    rows();
-  });
-  return cudaSuccess;
+  return issueCopy(stream, dst, dstPitch, src, srcPitch, width, height, kind, "cudaMemcpy2DAsync");
 }
 
 cudaError_t cudaMemset(void* pointer, int value, size_t bytes) { return cudaMemsetAsync(pointer, value, bytes, nullptr); }

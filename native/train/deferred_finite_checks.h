@@ -43,6 +43,10 @@ class DeferredFiniteChecks {
     int64_t width;
   };
   static constexpr int64_t kMostChecks = 1024;
+  // Where flags_ keeps each part (device pointers).
+  int32_t* anyFailed() const;
+  int32_t* skips() const;
+  uint64_t* firsts() const;
   Device device_;
   // [anyFailed, pad][skip flags: kMostChecks int32][first index: kMostChecks uint64]
   std::shared_ptr<Buffer> flags_;
